@@ -1,0 +1,62 @@
+"""The data lake IO manager: Parquet through UPath, so any fsspec URL can hold the lake."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import dagster as dg
+import pandas as pd
+import pyarrow as pa
+from pydantic import Field
+from upath import UPath
+
+from formula_assets import lake, settings
+from formula_assets.defs.metadata import table_schema
+
+
+class ParquetUPathIOManager(dg.UPathIOManager):
+    """Tables in, Parquet out: `<base>/<asset>.parquet`, partitions as `<asset>/<key>.parquet`."""
+
+    extension = ".parquet"
+
+    def make_safe_partition_path(self, base_path: UPath, partition: str) -> UPath:
+        from dagster._core.storage.upath_io_manager import escape_dotdot_segments
+
+        return super().make_safe_partition_path(base_path, escape_dotdot_segments(partition))
+
+    def dump_to_path(self, context: dg.OutputContext, obj: Any, path: UPath) -> None:
+        lake.write_parquet_atomic(as_arrow(obj), path)
+
+    def load_from_path(self, context: dg.InputContext, path: UPath) -> pa.Table | pd.DataFrame:
+        table = lake.read_parquet(path)
+        wanted = context.dagster_type.typing_type if context.dagster_type else None
+        return table if wanted is pa.Table else table.to_pandas()
+
+    def get_metadata(self, context: dg.OutputContext, obj: Any) -> dict[str, Any]:
+        table = as_arrow(obj)
+        return {
+            "dagster/row_count": dg.MetadataValue.int(table.num_rows),
+            "dagster/column_schema": table_schema(table.schema),
+        }
+
+
+def as_arrow(obj: Any) -> pa.Table:
+    if isinstance(obj, pa.Table):
+        return obj
+    if isinstance(obj, pd.DataFrame):
+        return pa.Table.from_pandas(obj, preserve_index=False)
+    raise TypeError(
+        f"the data lake stores tables (pyarrow.Table or pandas.DataFrame), got {type(obj).__name__}"
+    )
+
+
+class DataLakeIOManager(dg.ConfigurableIOManagerFactory):
+    """Root of the data lake; defaults to FORMULA_ASSETS_DATA_LAKE or the project's data_lake/."""
+
+    base_path: str | None = Field(
+        default=None,
+        description="Any fsspec URL or local path (e.g. s3://bucket/lake, memory://lake).",
+    )
+
+    def create_io_manager(self, context: dg.InitResourceContext) -> ParquetUPathIOManager:
+        return ParquetUPathIOManager(base_path=UPath(self.base_path or settings.data_lake_url()))

@@ -1,0 +1,89 @@
+"""Environment settings shared by every entry point.
+
+Settings are read when they are used, not at import, so a run picks up the environment it was
+launched with and tests can set variables per case.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from formula_assets import __version__
+
+SOURCE_ENV = "FORMULA_ASSETS_SOURCE"
+SPARQL_ENDPOINT_ENV = "FORMULA_ASSETS_SPARQL_ENDPOINT"
+DUMP_PATH_ENV = "FORMULA_ASSETS_DUMP_PATH"
+USER_AGENT_ENV = "FORMULA_ASSETS_USER_AGENT"
+DATA_LAKE_ENV = "FORMULA_ASSETS_DATA_LAKE"
+MIN_FORMULAE_ENV = "FORMULA_ASSETS_MIN_FORMULAE"
+
+SOURCES = ("snapshot", "sparql", "dump")
+DEFAULT_SOURCE = "snapshot"
+DEFAULT_SPARQL_ENDPOINT = "https://query.wikidata.org/sparql"
+DEFAULT_USER_AGENT = (
+    f"formula_assets/{__version__} (formula-concept research pipeline; "
+    f"set {USER_AGENT_ENV} to add your contact address)"
+)
+# The snapshot holds 1,758 items; live Wikidata holds more. A pull far below this is broken.
+DEFAULT_MIN_FORMULAE = 1000
+
+
+def _env(name: str) -> str | None:
+    value = os.environ.get(name, "").strip()
+    return value or None
+
+
+def source(override: str | None = None) -> str:
+    value = (override or _env(SOURCE_ENV) or DEFAULT_SOURCE).strip().lower()
+    if value not in SOURCES:
+        raise ValueError(
+            f"unknown formula source {value!r} (from config or {SOURCE_ENV}); "
+            f"choose one of {', '.join(SOURCES)}"
+        )
+    return value
+
+
+def sparql_endpoint(override: str | None = None) -> str:
+    return override or _env(SPARQL_ENDPOINT_ENV) or DEFAULT_SPARQL_ENDPOINT
+
+
+def user_agent(override: str | None = None) -> str:
+    return override or _env(USER_AGENT_ENV) or DEFAULT_USER_AGENT
+
+
+def dump_path(override: str | None = None) -> str:
+    value = override or _env(DUMP_PATH_ENV)
+    if not value:
+        raise ValueError(
+            f"the dump source needs a Wikidata JSON dump: set {DUMP_PATH_ENV} "
+            "or the dump_path config to a .json, .json.gz or .json.bz2 file"
+        )
+    return value
+
+
+def min_formulae(override: int | None = None) -> int:
+    if override is not None:
+        return override
+    raw = _env(MIN_FORMULAE_ENV)
+    if raw is None:
+        return DEFAULT_MIN_FORMULAE
+    try:
+        return int(raw)
+    except ValueError as exc:
+        raise ValueError(f"{MIN_FORMULAE_ENV} must be an integer, got {raw!r}") from exc
+
+
+def project_root() -> Path | None:
+    """The source checkout this package runs from, if any (editable installs, `make`)."""
+    candidate = Path(__file__).resolve().parent.parent
+    return candidate if (candidate / "pyproject.toml").is_file() else None
+
+
+def data_lake_url() -> str:
+    """Base URL of the data lake: the env var (any fsspec URL), else the checkout's data_lake/."""
+    value = _env(DATA_LAKE_ENV)
+    if value:
+        return value
+    root = project_root()
+    return str((root or Path.cwd()) / "data_lake")

@@ -1,0 +1,116 @@
+"""The row shape of `wikidata_formulae`, shared by every source."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime
+
+import pyarrow as pa
+
+_QID = re.compile(r"^Q[1-9][0-9]{0,11}$")
+_ENTITY_URI = re.compile(r"^https?://www\.wikidata\.org/entity/(Q[1-9][0-9]{0,11})$")
+
+
+def qid_from_uri(value: str) -> str:
+    """`http://www.wikidata.org/entity/Q42` or `Q42` → `Q42`; anything else is a ValueError."""
+    value = value.strip()
+    if _QID.match(value):
+        return value
+    match = _ENTITY_URI.match(value)
+    if not match:
+        raise ValueError(f"not a Wikidata item: {value[:80]!r}")
+    return match.group(1)
+
+
+def is_qid(value: str) -> bool:
+    return bool(_QID.match(value))
+
+
+@dataclass(frozen=True)
+class Concept:
+    """One statement linking a formula item to a concept, with the symbol it has in the formula."""
+
+    qid: str
+    label: str | None = None
+    description: str | None = None
+    symbol_mathml: str | None = None
+
+
+@dataclass
+class FormulaRecord:
+    qid: str
+    label: str | None
+    description: str | None
+    mathml: str | None
+    concepts: list[Concept] = field(default_factory=list)
+    source: str = "snapshot"
+    tex: str | None = None
+    enwiki: str | None = None
+    paper_fold: int | None = None
+    retrieved_at: datetime | None = None
+    # Concept descriptions that belong to this item but cannot be attributed to one concept.
+    unassigned_descriptions: list[str] = field(default_factory=list)
+    # Data-quality remarks made while building the row (alignment gaps, repairs).
+    notes: list[str] = field(default_factory=list)
+
+
+CONCEPT_TYPE = pa.struct(
+    [
+        ("qid", pa.string()),
+        ("label", pa.string()),
+        ("description", pa.string()),
+        ("symbol_mathml", pa.string()),
+    ]
+)
+
+FORMULA_SCHEMA = pa.schema(
+    [
+        ("qid", pa.string()),
+        ("label", pa.string()),
+        ("description", pa.string()),
+        ("mathml", pa.string()),
+        ("tex", pa.string()),
+        ("concepts", pa.list_(CONCEPT_TYPE)),
+        ("unassigned_descriptions", pa.list_(pa.string())),
+        ("enwiki", pa.string()),
+        ("paper_fold", pa.int8()),
+        ("source", pa.string()),
+        ("retrieved_at", pa.timestamp("us", tz="UTC")),
+        ("notes", pa.list_(pa.string())),
+    ]
+)
+
+# Columns that describe a pull rather than Wikidata's content; the data version ignores them.
+VOLATILE_COLUMNS = ("retrieved_at",)
+
+
+def records_to_table(records: Iterable[FormulaRecord]) -> pa.Table:
+    """Rows sorted by numeric QID, so the same content always gives the same table."""
+    rows = sorted(records, key=lambda r: int(r.qid[1:]))
+    columns: dict[str, list] = {name: [] for name in FORMULA_SCHEMA.names}
+    for r in rows:
+        columns["qid"].append(r.qid)
+        columns["label"].append(r.label)
+        columns["description"].append(r.description)
+        columns["mathml"].append(r.mathml)
+        columns["tex"].append(r.tex)
+        columns["concepts"].append(
+            [
+                {
+                    "qid": c.qid,
+                    "label": c.label,
+                    "description": c.description,
+                    "symbol_mathml": c.symbol_mathml,
+                }
+                for c in r.concepts
+            ]
+        )
+        columns["unassigned_descriptions"].append(list(r.unassigned_descriptions))
+        columns["enwiki"].append(r.enwiki)
+        columns["paper_fold"].append(r.paper_fold)
+        columns["source"].append(r.source)
+        columns["retrieved_at"].append(r.retrieved_at)
+        columns["notes"].append(list(r.notes))
+    return pa.Table.from_pydict(columns, schema=FORMULA_SCHEMA)
