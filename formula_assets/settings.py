@@ -87,3 +87,15 @@ def data_lake_url() -> str:
         return value
     root = project_root()
     return str((root or Path.cwd()) / "data_lake")
+
+
+DAGSTER_HOME_ENV = "DAGSTER_HOME"
+
+
+def dagster_home() -> Path:
+    """The project's one Dagster instance: $DAGSTER_HOME, else .dagster_home/ in the checkout."""
+    value = _env(DAGSTER_HOME_ENV)
+    if value:
+        return Path(value).expanduser().resolve()
+    root = project_root()
+    return (root / ".dagster_home") if root else Path.home() / ".formula_assets" / "dagster_home"

@@ -1,0 +1,45 @@
+# The README's commands. A fresh machine needs only Python 3.11 with pip (and make).
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+HOST ?= 127.0.0.1
+PORT ?= 3000
+
+# One Dagster instance for the CLI, the UI and the tests' lineage checks.
+export DAGSTER_HOME ?= $(CURDIR)/.dagster_home
+# Models ship inside packages; nothing is downloaded at run time.
+export HF_HUB_OFFLINE ?= 1
+export TRANSFORMERS_OFFLINE ?= 1
+
+.PHONY: install home run test ui validate bench clean
+
+install: $(VENV)/.installed
+
+# torch first, pinned: the CPU build on this machine's disk, so nothing pulls CUDA wheels.
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet torch==2.13.0
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $@
+
+home: install
+	$(BIN)/formula-assets home
+
+run: home
+	$(BIN)/dagster asset materialize -m formula_assets.definitions --select '*'
+
+test: install
+	$(BIN)/ruff check formula_assets formula_assets_tests benchmarks
+	$(BIN)/pytest
+
+ui: home
+	$(BIN)/dagster dev -w workspace.yaml -h $(HOST) -p $(PORT)
+
+validate: home
+	$(BIN)/dagster definitions validate -w workspace.yaml
+
+bench: install
+	$(BIN)/python -m benchmarks
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache

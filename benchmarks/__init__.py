@@ -1,0 +1,1 @@
+"""Speed and memory measurements. Not part of the test suite: run `make bench`."""
