@@ -1,4 +1,4 @@
-"""Parquet files in the data lake: atomic writes on any fsspec filesystem.
+"""Files in the data lake: atomic writes on any fsspec filesystem.
 
 A reader never sees a half-written file: data goes to a hidden temporary sibling first and is
 renamed over the final path only when complete (on object stores a single PUT is atomic).
@@ -9,6 +9,8 @@ from __future__ import annotations
 import contextlib
 import os
 import uuid
+from collections.abc import Iterator
+from typing import IO
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -25,12 +27,14 @@ def temporary_sibling(path: UPath) -> UPath:
     return path.with_name(f".{path.name}{TMP_MARKER}{uuid.uuid4().hex}")
 
 
-def write_parquet_atomic(table: pa.Table, path: UPath) -> None:
+@contextlib.contextmanager
+def atomic_file(path: UPath) -> Iterator[IO[bytes]]:
+    """A binary file handle whose content appears at `path` only if the block succeeds."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = temporary_sibling(path)
     try:
         with tmp.open("wb") as fh:
-            pq.write_table(table, fh, compression="zstd")
+            yield fh
             if _is_local(path):
                 fh.flush()
                 os.fsync(fh.fileno())
@@ -47,6 +51,17 @@ def replace(source: UPath, target: UPath) -> None:
         os.replace(source.path, target.path)
     else:
         source.fs.mv(source.path, target.path)
+
+
+def write_parquet_atomic(table: pa.Table, path: UPath) -> None:
+    with atomic_file(path) as fh:
+        pq.write_table(table, fh, compression="zstd")
+
+
+def write_bytes_atomic(data: bytes, path: UPath) -> None:
+    """Figures, model weights, reports: same temp-then-rename discipline as tables."""
+    with atomic_file(path) as fh:
+        fh.write(data)
 
 
 def read_parquet(path: UPath) -> pa.Table:

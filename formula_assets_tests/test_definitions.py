@@ -14,6 +14,11 @@ EXPECTED_GROUPS = {
     "wikidata_formulae": "ingest",
     "opt_graphs": "syntax",
     "rejected_formulae": "syntax",
+    "structural_embeddings": "syntax",
+    "concept_annotations": "semantics",
+    "semantic_embeddings": "semantics",
+    "opt_text_embeddings": "semantics",
+    "correspondence_metrics": "analysis",
 }
 
 
@@ -38,6 +43,11 @@ def test_checks_are_attached() -> None:
         ("opt_graphs", "opt_graphs_one_per_formula"),
         ("opt_graphs", "opt_graphs_are_trees"),
         ("opt_graphs", "opt_graphs_reject_rate"),
+        ("structural_embeddings", "structural_embeddings_valid"),
+        ("semantic_embeddings", "semantic_embeddings_valid"),
+        ("opt_text_embeddings", "opt_text_embeddings_valid"),
+        ("correspondence_metrics", "correspondence_metrics_in_range"),
+        ("correspondence_metrics", "correspondence_inputs_complete"),
     } <= checks
 
 

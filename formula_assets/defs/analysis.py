@@ -1,0 +1,157 @@
+"""Group `analysis`: the raw syntax–semantics correspondence, the paper's Table 1 (§4.2)."""
+
+import base64
+import json
+
+import dagster as dg
+import pyarrow as pa
+from pydantic import Field
+
+from formula_assets import correspondence, figures, retrieval_metrics
+from formula_assets.correspondence import PAPER_TABLE_1, CorrespondenceSettings
+from formula_assets.defs.metadata import markdown_table
+from formula_assets.defs.outcomes import check_result
+from formula_assets.defs.resources import DataLakeResource
+from formula_assets.embedding_tables import aligned_matrices
+from formula_assets.hashing import table_content_hash
+from formula_assets.quality import every_formula_has_both_vectors, metrics_in_range
+from formula_assets.versioning import code_version
+
+CORRESPONDENCE_VERSION = code_version(correspondence, retrieval_metrics, figures)
+FIGURE_DIR = ("figures", "correspondence_metrics")
+DESCRIPTION = (
+    "Table 1: how far structural and semantic vectors correspond before any learning. "
+    "Not invariant: mean/median/std cosine, recall@k and the permutation test compare two "
+    "separately fitted PCA spaces whose axes nothing aligns. Invariant to rotation: RSA, "
+    "linear CKA, Procrustes (after the best rotation). In-sample CCA is inflated at this "
+    "dimension-to-sample ratio; cca_mean_shuffled and cca_mean_heldout show by how much."
+)
+
+
+class CorrespondenceConfig(dg.Config):
+    permutations: int = Field(default=1000, description="Shuffles for the mean-cosine null.")
+    rsa_permutations: int = Field(default=199, description="Shuffles for the Mantel RSA test.")
+    rsa_max_formulae: int = Field(
+        default=3000, description="RSA on a random subset above this size (pairs grow as n²)."
+    )
+    pca_dimensions: int = Field(default=128, description="PCA width for cosine metrics (≤).")
+    cca_components: int = Field(default=50, description="Canonical components (≤).")
+    heldout_fraction: float = Field(default=0.2, description="Share held out for CCA.")
+    seed: int = Field(default=0, description="Seed of permutations, subsets and splits.")
+
+
+def _paper_cell(name: str) -> str:
+    value = PAPER_TABLE_1.get(name)
+    if value is None:
+        return "—"
+    return value if isinstance(value, str) else f"{value:.4f}"
+
+
+def table_1_markdown(metrics: pa.Table) -> str:
+    rows = []
+    for name, value, detail in zip(
+        metrics.column("metric").to_pylist(),
+        metrics.column("value").to_pylist(),
+        metrics.column("detail").to_pylist(),
+        strict=True,
+    ):
+        note = ""
+        if detail:
+            parsed = json.loads(detail)
+            if "minimum" in parsed:
+                note = f"range {parsed['minimum']:.2f}–{parsed['maximum']:.2f}"
+            elif "semantic_to_structural" in parsed:
+                note = (
+                    f"chance {parsed['chance']:.4f}; reverse {parsed['semantic_to_structural']:.4f}"
+                )
+            elif "null_mean" in parsed:
+                note = f"null {parsed['null_mean']:.4f} ± {parsed['null_std']:.4f}"
+        rows.append(
+            {"metric": name, "ours": f"{value:.4f}", "paper": _paper_cell(name), "note": note}
+        )
+    return markdown_table(rows, ["metric", "ours", "paper", "note"])
+
+
+def _image(png: bytes, alt: str) -> str:
+    return f"![{alt}](data:image/png;base64,{base64.b64encode(png).decode()})"
+
+
+@dg.asset(
+    group_name="analysis",
+    code_version=CORRESPONDENCE_VERSION,
+    description=DESCRIPTION,
+    kinds={"scipy", "parquet"},
+    owners=["team:formula-assets"],
+)
+def correspondence_metrics(
+    context: dg.AssetExecutionContext,
+    config: CorrespondenceConfig,
+    data_lake: DataLakeResource,
+    structural_embeddings: pa.Table,
+    semantic_embeddings: pa.Table,
+):
+    qids, x, y = aligned_matrices(structural_embeddings, semantic_embeddings)
+    context.log.info(f"Table 1 over {len(qids):,} formulae with both vectors")
+    result = correspondence.correspondence(
+        x,
+        y,
+        CorrespondenceSettings(
+            pca_dimensions=config.pca_dimensions,
+            cca_components=config.cca_components,
+            permutations=config.permutations,
+            rsa_permutations=config.rsa_permutations,
+            rsa_max_formulae=config.rsa_max_formulae,
+            heldout_fraction=config.heldout_fraction,
+            seed=config.seed,
+        ),
+    )
+    table = result.table()
+    cca_png = figures.cca_components_figure(
+        {
+            "in-sample": result.cca_in_sample,
+            "shuffled pairs (in-sample)": result.cca_shuffled,
+            "held-out 20%": result.cca_heldout,
+        }
+    )
+    cosine_png = figures.cosine_null_figure(result.cosines, result.null_cosines, result.null_means)
+    cca_path = data_lake.write_bytes(cca_png, *FIGURE_DIR, "cca_components.png")
+    cosine_path = data_lake.write_bytes(cosine_png, *FIGURE_DIR, "cosine_null.png")
+    return dg.Output(
+        table,
+        data_version=dg.DataVersion(table_content_hash(table)),
+        metadata={
+            "formulae": len(qids),
+            "table_1": dg.MetadataValue.md(table_1_markdown(table)),
+            "cca_per_component": dg.MetadataValue.md(_image(cca_png, "CCA per component")),
+            "cosine_vs_null": dg.MetadataValue.md(_image(cosine_png, "cosine vs permutation null")),
+            "figure_files": dg.MetadataValue.json([str(cca_path), str(cosine_path)]),
+            "permutations": config.permutations,
+            "seed": config.seed,
+        },
+    )
+
+
+@dg.asset_check(asset=correspondence_metrics, blocking=True)
+def correspondence_metrics_in_range(correspondence_metrics: pa.Table) -> dg.AssetCheckResult:
+    """Every metric present, finite and in its valid range; R@1 ≤ R@5 ≤ R@10."""
+    return check_result(metrics_in_range(correspondence_metrics))
+
+
+@dg.asset_check(
+    asset=correspondence_metrics,
+    additional_ins={
+        "opt_graphs": dg.AssetIn("opt_graphs"),
+        "structural_embeddings": dg.AssetIn("structural_embeddings"),
+        "semantic_embeddings": dg.AssetIn("semantic_embeddings"),
+    },
+)
+def correspondence_inputs_complete(
+    correspondence_metrics: pa.Table,
+    opt_graphs: pa.Table,
+    structural_embeddings: pa.Table,
+    semantic_embeddings: pa.Table,
+) -> dg.AssetCheckResult:
+    """Every parsed formula has a structural and a semantic vector, so Table 1 covers all."""
+    return check_result(
+        every_formula_has_both_vectors(opt_graphs, structural_embeddings, semantic_embeddings)
+    )

@@ -1,0 +1,91 @@
+"""Embedding assets as Arrow tables: one row per formula, a fixed-size float32 vector column."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pyarrow as pa
+
+from formula_assets.embedding import Progress, TextEmbedder
+from formula_assets.embedding_cache import EmbeddingCache, EmbedStats, embed_texts, vector_column
+from formula_assets.embedding_cache import vectors as _vectors
+
+AGGREGATIONS = ("sum", "mean")
+
+
+def embedding_schema(dimension: int, extra: Sequence[tuple[str, pa.DataType]] = ()) -> pa.Schema:
+    return pa.schema(
+        [("qid", pa.string()), *extra, ("embedding", pa.list_(pa.float32(), dimension))]
+    )
+
+
+def embedding_table(
+    qids: Sequence[str], matrix: np.ndarray, **columns: Sequence[object]
+) -> pa.Table:
+    data: dict[str, pa.Array | Sequence[object]] = {"qid": pa.array(list(qids), pa.string())}
+    data.update(columns)
+    data["embedding"] = vector_column(matrix)
+    return pa.table(data)
+
+
+def embedding_matrix(table: pa.Table) -> tuple[list[str], np.ndarray]:
+    """(qids, float32 matrix) of an embedding table."""
+    column = table.column("embedding")
+    dimension = column.type.list_size
+    return table.column("qid").to_pylist(), _vectors(column, dimension)
+
+
+def aligned_matrices(left: pa.Table, right: pa.Table) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """Rows of two embedding tables for the formulae present in both, in `left`'s order."""
+    lq, lx = embedding_matrix(left)
+    rq, rx = embedding_matrix(right)
+    index = {q: i for i, q in enumerate(rq)}
+    keep = [i for i, q in enumerate(lq) if q in index]
+    return [lq[i] for i in keep], lx[keep], rx[[index[lq[i]] for i in keep]]
+
+
+def semantic_vectors(
+    annotations: pa.Table,
+    embedder: TextEmbedder,
+    cache: EmbeddingCache | None,
+    aggregation: str = "sum",
+    progress: Progress | None = None,
+) -> tuple[pa.Table, EmbedStats, list[str]]:
+    """X_sem = Σ_j e(d_ij) per formula (or the mean). Formulae without any text are skipped."""
+    if aggregation not in AGGREGATIONS:
+        raise ValueError(f"aggregation must be one of {AGGREGATIONS}, got {aggregation!r}")
+    qids = annotations.column("qid").to_pylist()
+    texts = annotations.column("texts").to_pylist()
+    kept = [i for i, t in enumerate(texts) if t]
+    skipped = [qids[i] for i, t in enumerate(texts) if not t]
+    flat = [text for i in kept for text in texts[i]]
+    matrix, stats = embed_texts(flat, embedder, cache, progress)
+    counts = np.array([len(texts[i]) for i in kept], dtype=np.int64)
+    if len(kept):
+        offsets = np.concatenate(([0], np.cumsum(counts)[:-1]))
+        summed = np.add.reduceat(matrix.astype(np.float64), offsets, axis=0)
+        if aggregation == "mean":
+            summed /= counts[:, None]
+    else:
+        summed = np.zeros((0, embedder.dimension))
+    table = embedding_table(
+        [qids[i] for i in kept],
+        summed.astype(np.float32),
+        num_texts=pa.array(counts.astype(np.int32)),
+    )
+    return table, stats, skipped
+
+
+def opt_text_vectors(
+    graphs: pa.Table,
+    embedder: TextEmbedder,
+    cache: EmbeddingCache | None,
+    progress: Progress | None = None,
+) -> tuple[pa.Table, EmbedStats]:
+    """The sentence-transformer vector of each formula's linearised OPT."""
+    qids = graphs.column("qid").to_pylist()
+    matrix, stats = embed_texts(
+        graphs.column("linearised_opt").to_pylist(), embedder, cache, progress
+    )
+    return embedding_table(qids, matrix), stats
