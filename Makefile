@@ -26,7 +26,7 @@ home: install
 	$(BIN)/formula-assets home
 
 run: home
-	$(BIN)/dagster asset materialize -m formula_assets.definitions --select '*'
+	$(BIN)/formula-assets refresh
 
 test: install
 	$(BIN)/ruff check formula_assets formula_assets_tests benchmarks

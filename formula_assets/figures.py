@@ -74,3 +74,23 @@ def line_figure(
     if len(series) > 1:
         axes.legend(fontsize="small")
     return _png(figure)
+
+
+def recall_bars_figure(rows: Sequence[Mapping[str, object]], directions: Sequence[str]) -> bytes:
+    """Mean R@1/5/10 per method, one panel per retrieval direction."""
+    plt = _pyplot()
+    figure, axes = plt.subplots(1, len(directions), figsize=(5.2 * len(directions), 3.8))
+    axes = np.atleast_1d(axes)
+    for ax, direction in zip(axes, directions, strict=True):
+        chosen = [r for r in rows if r["direction"] == direction]
+        methods = [str(r["method"]) for r in chosen]
+        x = np.arange(len(methods))
+        for offset, k in zip((-0.25, 0.0, 0.25), (1, 5, 10), strict=True):
+            ax.bar(x + offset, [float(r[f"recall_at_{k}"]) for r in chosen], 0.25, label=f"R@{k}")
+        ax.set_xticks(x, methods, rotation=30, ha="right")
+        ax.set_ylim(0, 1)
+        ax.set_title(direction.replace("_", " "))
+        ax.grid(axis="y", alpha=0.3)
+    axes[0].set_ylabel("recall (mean over folds)")
+    axes[-1].legend()
+    return _png(figure)

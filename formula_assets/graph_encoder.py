@@ -54,10 +54,13 @@ class GineEncoder(nn.Module):
         self.dropout = nn.Dropout(dropout)
         self.proj = nn.Linear(hidden, out_dim)
 
-    def forward(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+    def pool(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+        """Mean-pooled node states after the GINE layers (before W_proj)."""
         h = self.token(batch["tokens"]) + self.node_type(batch["types"])
         e = self.role(batch["edge_role"]) + self.position(batch["edge_position"])
         for conv, norm in zip(self.convs, self.norms, strict=True):
             h = h + self.dropout(torch.relu(norm(conv(h, batch["edge_index"], e))))
-        pooled = global_mean_pool(h, batch["batch"], size=int(batch["num_graphs"]))
-        return self.proj(pooled)
+        return global_mean_pool(h, batch["batch"], size=int(batch["num_graphs"]))
+
+    def forward(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+        return self.proj(self.pool(batch))

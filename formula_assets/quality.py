@@ -234,3 +234,93 @@ def metrics_in_range(metrics: pa.Table) -> Outcome:
         else "; ".join(problems + [f"missing {m}" for m in missing]),
         {"out_of_range": problems[:SAMPLE], "missing": missing},
     )
+
+
+def folds_valid(folds: pa.Table, formulae: pa.Table, valid_folds=(1, 2, 3, 4, 5)) -> Outcome:
+    """Each formula in exactly one fold; folds within range; none empty."""
+    qids = folds.column("qid").to_pylist()
+    assigned = folds.column("fold").to_pylist()
+    counts = Counter(qids)
+    duplicated = sorted(q for q, n in counts.items() if n > 1)
+    missing = sorted(set(formulae.column("qid").to_pylist()) - set(counts))
+    out_of_range = sorted({f for f in assigned if f not in valid_folds}, key=str)
+    sizes = Counter(assigned)
+    empty = [f for f in valid_folds if sizes.get(f, 0) == 0]
+    problems = []
+    if duplicated:
+        problems.append(f"{len(duplicated)} formulae in more than one fold")
+    if missing:
+        problems.append(f"{len(missing)} formulae without a fold")
+    if out_of_range:
+        problems.append(f"folds outside {valid_folds}: {out_of_range}")
+    if empty:
+        problems.append(f"empty folds: {empty}")
+    return Outcome(
+        not problems,
+        "; ".join(problems) or f"{len(counts):,} formulae in {len(sizes)} disjoint folds",
+        {
+            "fold_sizes": {str(k): v for k, v in sorted(sizes.items(), key=str)},
+            "sample": (duplicated + missing)[:SAMPLE],
+        },
+    )
+
+
+SCORE_METHODS = ("bm25", "sbert_no_cl", "graph_text_cl", "sbert_dual_cl", "score_ensemble")
+TRAINED_METHODS = ("graph_text_cl", "sbert_dual_cl", "score_ensemble")
+SCORE_DIRECTIONS = ("syntactic_to_semantic", "semantic_to_syntactic")
+CHANCE_MARGIN = 3.0
+
+
+def scores_complete(scores: pa.Table, folds=(1, 2, 3, 4, 5)) -> Outcome:
+    keys = Counter(
+        zip(
+            scores["fold"].to_pylist(),
+            scores["method"].to_pylist(),
+            scores["direction"].to_pylist(),
+            strict=True,
+        )
+    )
+    expected = {(f, m, d) for f in folds for m in SCORE_METHODS for d in SCORE_DIRECTIONS}
+    missing = sorted(expected - set(keys))
+    doubled = sorted(k for k, n in keys.items() if n > 1)
+    passed = not missing and not doubled
+    return Outcome(
+        passed,
+        f"{len(expected)} fold × method × direction rows"
+        if passed
+        else f"{len(missing)} rows missing, {len(doubled)} doubled",
+        {"missing": [str(k) for k in missing[:SAMPLE]], "doubled": [str(k) for k in doubled]},
+    )
+
+
+def scores_consistent(scores: pa.Table) -> Outcome:
+    bad = [
+        f"fold {r['fold']} {r['method']} {r['direction']}"
+        for r in scores.to_pylist()
+        if not (
+            0 <= r["recall_at_1"] <= r["recall_at_5"] <= r["recall_at_10"] <= 1
+            and 0 <= r["mrr"] <= 1
+        )
+    ]
+    return Outcome(
+        not bad,
+        "R@1 ≤ R@5 ≤ R@10 ≤ 1 everywhere" if not bad else f"{len(bad)} inconsistent rows",
+        {"sample": bad[:SAMPLE]},
+    )
+
+
+def scores_beat_chance(scores: pa.Table, margin: float = CHANCE_MARGIN) -> Outcome:
+    weak = [
+        f"fold {r['fold']} {r['method']} {r['direction']}: R@10 {r['recall_at_10']:.3f}"
+        f" vs chance {10 / r['candidates']:.3f}"
+        for r in scores.to_pylist()
+        if r["method"] in TRAINED_METHODS
+        and r["recall_at_10"] < margin * min(1.0, 10 / max(r["candidates"], 1))
+    ]
+    return Outcome(
+        not weak,
+        f"every trained method ≥ {margin:g}× chance R@10"
+        if not weak
+        else f"{len(weak)} rows within {margin:g}× of chance",
+        {"weak": weak[:SAMPLE]},
+    )

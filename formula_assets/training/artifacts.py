@@ -1,0 +1,140 @@
+"""Trained models on disk: safetensors weights, JSON config and history, Parquet embeddings.
+
+Loading never unpickles: weights are safetensors, everything else is JSON or Parquet.
+
+A model directory is versioned: each save writes a new `v-…` folder completely, then swaps a
+one-line `CURRENT` pointer atomically. A crash mid-save leaves the previous version current;
+readers always see a complete one. Older versions beyond the last two are removed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import torch
+from safetensors.torch import load as load_safetensors
+from safetensors.torch import save as save_safetensors
+from upath import UPath
+
+from formula_assets import lake
+from formula_assets.embedding_cache import vector_column, vectors
+
+POINTER = "CURRENT"
+WEIGHTS = "weights.safetensors"
+CONFIG = "config.json"
+HISTORY = "history.json"
+EMBEDDINGS = "embeddings.parquet"
+KEEP_VERSIONS = 2
+
+
+@dataclass
+class TrainedModel:
+    """Everything one fold × method partition produces."""
+
+    method: str
+    fold: int
+    config: dict[str, Any]
+    state: dict[str, torch.Tensor]
+    history: list[dict[str, float]] = field(default_factory=list)
+    # qid, split (train/validation/test), structural and semantic vectors in the shared space
+    embeddings: pa.Table | None = None
+
+    def split_vectors(self, split: str) -> tuple[list[str], np.ndarray, np.ndarray]:
+        """(qids, structural, semantic) of one split, rows L2-normalised."""
+        if self.embeddings is None:
+            raise ValueError(f"{self.method} fold {self.fold}: no embeddings stored")
+        table = self.embeddings.filter(pa.compute.equal(self.embeddings["split"], split))
+        column = table.column("structural")
+        width = column.type.list_size
+        return (
+            table.column("qid").to_pylist(),
+            vectors(column, width),
+            vectors(table.column("semantic"), width),
+        )
+
+
+def embeddings_table(
+    qids: list[str], splits: list[str], structural: np.ndarray, semantic: np.ndarray
+) -> pa.Table:
+    return pa.table(
+        {
+            "qid": pa.array(qids, pa.string()),
+            "split": pa.array(splits, pa.string()),
+            "structural": vector_column(structural),
+            "semantic": vector_column(semantic),
+        }
+    )
+
+
+def _json(data: Any) -> bytes:
+    return json.dumps(data, indent=2, sort_keys=True, default=_plain).encode("utf-8")
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, tuple | set):
+        return list(value)
+    raise TypeError(f"not JSON serialisable: {type(value).__name__}")
+
+
+def weights_bytes(model: TrainedModel) -> bytes:
+    """The safetensors encoding of the weights (deterministic: sorted keys, raw tensors)."""
+    return save_safetensors({k: v.detach().cpu().contiguous() for k, v in model.state.items()})
+
+
+def save_model(model: TrainedModel, directory: UPath) -> UPath:
+    """Write a new version of the model under `directory` and make it current."""
+    version = f"v-{time.time_ns():020d}-{uuid.uuid4().hex[:8]}"
+    target = directory / version
+    lake.write_bytes_atomic(weights_bytes(model), target / WEIGHTS)
+    config = {**model.config, "method": model.method, "fold": model.fold}
+    lake.write_bytes_atomic(_json(config), target / CONFIG)
+    lake.write_bytes_atomic(_json(model.history), target / HISTORY)
+    if model.embeddings is not None:
+        lake.write_parquet_atomic(model.embeddings, target / EMBEDDINGS)
+    lake.write_bytes_atomic(version.encode(), directory / POINTER)
+    _prune(directory, keep=version)
+    return target
+
+
+def _prune(directory: UPath, keep: str) -> None:
+    versions = sorted(p for p in directory.iterdir() if p.name.startswith("v-"))
+    for old in versions[:-KEEP_VERSIONS]:
+        if old.name == keep:
+            continue
+        with contextlib.suppress(OSError):
+            old.fs.rm(old.path, recursive=True)
+
+
+def current_version(directory: UPath) -> UPath:
+    pointer = directory / POINTER
+    if not pointer.exists():
+        raise FileNotFoundError(f"no trained model at {directory}")
+    return directory / pointer.read_text().strip()
+
+
+def load_model(directory: UPath) -> TrainedModel:
+    """The current version of a saved model; safetensors and JSON only, never pickle."""
+    version = current_version(directory)
+    config = json.loads((version / CONFIG).read_bytes())
+    state = load_safetensors((version / WEIGHTS).read_bytes())
+    history = json.loads((version / HISTORY).read_bytes())
+    embeddings = (
+        lake.read_parquet(version / EMBEDDINGS) if (version / EMBEDDINGS).exists() else None
+    )
+    return TrainedModel(
+        method=config["method"],
+        fold=int(config["fold"]),
+        config=config,
+        state=state,
+        history=history,
+        embeddings=embeddings,
+    )

@@ -1,0 +1,202 @@
+"""One fold × method: split, build, train with early stopping, encode every formula.
+
+`graph_text_cl` learns from the OPT graphs (vocabulary built from the training split only, so
+test-only tokens are unknown, as they would be for new formulae); `sbert_dual_cl` learns
+projection heads over frozen sentence vectors of the linearised OPT. Both align with the same
+semantic projection head over `semantic_embeddings` and the same loss.
+"""
+
+from __future__ import annotations
+
+import platform
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import torch
+
+from formula_assets.embedding_tables import embedding_matrix
+from formula_assets.folds import split_for
+from formula_assets.graph_batch import graph_arrays
+from formula_assets.graph_encoder import to_tensors
+from formula_assets.opt import TokenVocabulary
+from formula_assets.profiles import Profile
+from formula_assets.training.artifacts import TrainedModel, embeddings_table
+from formula_assets.training.models import DualEncoder, GraphTextModel
+from formula_assets.training.trainer import MatrixInputs, TrainSettings, encode, train
+
+METHODS = ("graph_text_cl", "sbert_dual_cl")
+Log = Callable[[str], None]
+
+
+@dataclass
+class AlignmentData:
+    """Row-aligned inputs of every formula that has a graph and both sentence vectors."""
+
+    qids: list[str]
+    graphs: pa.Table
+    semantic: np.ndarray
+    opt_text: np.ndarray
+    folds: dict[str, int]
+
+
+def alignment_data(
+    cv_folds: pa.Table,
+    opt_graphs: pa.Table,
+    semantic_embeddings: pa.Table,
+    opt_text_embeddings: pa.Table,
+) -> AlignmentData:
+    folds = dict(
+        zip(cv_folds.column("qid").to_pylist(), cv_folds.column("fold").to_pylist(), strict=True)
+    )
+    sem_qids, semantic = embedding_matrix(semantic_embeddings)
+    txt_qids, opt_text = embedding_matrix(opt_text_embeddings)
+    sem_index = {q: i for i, q in enumerate(sem_qids)}
+    txt_index = {q: i for i, q in enumerate(txt_qids)}
+    graph_qids = opt_graphs.column("qid").to_pylist()
+    keep = [i for i, q in enumerate(graph_qids) if q in sem_index and q in txt_index and q in folds]
+    qids = [graph_qids[i] for i in keep]
+    return AlignmentData(
+        qids=qids,
+        graphs=opt_graphs.take(pa.array(keep, pa.int64())),
+        semantic=semantic[[sem_index[q] for q in qids]],
+        opt_text=opt_text[[txt_index[q] for q in qids]],
+        folds={q: folds[q] for q in qids},
+    )
+
+
+class GraphInputs:
+    """Graph batches for row indices, built from one precomputed set of arrays."""
+
+    def __init__(self, graphs: pa.Table, vocabulary: TokenVocabulary, device: str) -> None:
+        self.arrays = graph_arrays(graphs, vocabulary)
+        self.device = device
+
+    def batch(self, rows: np.ndarray) -> dict[str, torch.Tensor]:
+        return to_tensors(self.arrays.select(rows), self.device)
+
+
+def default_device() -> str:
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def build_model(config: dict[str, Any]) -> torch.nn.Module:
+    """The untrained architecture a config describes (weights come from safetensors)."""
+    settings = config["settings"]
+    if config["method"] == "graph_text_cl":
+        return GraphTextModel(
+            len(config["vocabulary"]),
+            config["semantic_dim"],
+            settings["hidden"],
+            settings["out_dim"],
+            settings["dropout"],
+        )
+    if config["method"] == "sbert_dual_cl":
+        return DualEncoder(
+            config["structural_dim"],
+            config["semantic_dim"],
+            settings["hidden"],
+            settings["out_dim"],
+            settings["dropout"],
+        )
+    raise ValueError(f"unknown method {config['method']!r}; choose one of {METHODS}")
+
+
+def train_fold(
+    method: str,
+    fold: int,
+    data: AlignmentData,
+    profile: Profile,
+    device: str | None = None,
+    log: Log | None = None,
+) -> TrainedModel:
+    log = log or (lambda _message: None)
+    if method not in METHODS:
+        raise ValueError(f"unknown method {method!r}; choose one of {METHODS}")
+    device = device or default_device()
+    if profile.torch_threads > 0:
+        torch.set_num_threads(profile.torch_threads)
+    split = split_for(data.folds, fold, data.qids, profile.validation_fraction)
+    index = {q: i for i, q in enumerate(data.qids)}
+    train_rows = np.array([index[q] for q in split.train], dtype=np.int64)
+    validation_rows = np.array([index[q] for q in split.validation], dtype=np.int64)
+    if len(train_rows) < 2 or len(validation_rows) < 2:
+        raise ValueError(
+            f"fold {fold}: {len(train_rows)} training and {len(validation_rows)} validation "
+            "formulae; need at least 2 of each"
+        )
+    settings = profile.settings(method)
+    seed = profile.seed * 1000 + fold
+    torch.manual_seed(seed)
+    config: dict[str, Any] = {
+        "method": method,
+        "fold": fold,
+        "profile": profile.name,
+        "settings": vars(settings),
+        "seed": seed,
+        "semantic_dim": int(data.semantic.shape[1]),
+        "structural_dim": int(data.opt_text.shape[1]),
+        "split_sizes": {
+            "train": len(split.train),
+            "validation": len(split.validation),
+            "test": len(split.test),
+        },
+        "validation_fraction": profile.validation_fraction,
+    }
+    semantic = MatrixInputs(torch.from_numpy(data.semantic.copy()).to(device))
+    if method == "graph_text_cl":
+        vocabulary = TokenVocabulary.build(
+            data.graphs.take(pa.array(train_rows)).column("node_tokens").to_pylist()
+        )
+        config["vocabulary"] = list(vocabulary.tokens)
+        structural = GraphInputs(data.graphs, vocabulary, device)
+    else:
+        structural = MatrixInputs(torch.from_numpy(data.opt_text.copy()).to(device))
+    model = build_model(config).to(device)
+    log(
+        f"{method} fold {fold}: {len(train_rows)} train, {len(validation_rows)} validation, "
+        f"{len(split.test)} test formulae; {profile.name} profile on {device}"
+    )
+    started = time.perf_counter()
+    result = train(
+        model,
+        structural,
+        semantic,
+        train_rows,
+        validation_rows,
+        TrainSettings(
+            epochs=settings.epochs,
+            batch_size=settings.batch_size,
+            learning_rate=settings.learning_rate,
+            weight_decay=settings.weight_decay,
+            intra_weight=settings.intra_weight,
+            patience=settings.patience,
+            seed=seed,
+        ),
+        log,
+    )
+    roles = split.roles()
+    all_rows = np.arange(len(data.qids))
+    z_struct, z_sem = encode(model, structural, semantic, all_rows)
+    config |= {
+        "best_epoch": result.best_epoch,
+        "best_validation_mrr": result.best_validation_mrr,
+        "epochs_run": len(result.history),
+        "stopped_early": result.stopped_early,
+        "train_seconds": round(time.perf_counter() - started, 2),
+        "device": device,
+        "torch_threads": torch.get_num_threads(),
+        "torch": torch.__version__,
+        "python": platform.python_version(),
+    }
+    return TrainedModel(
+        method=method,
+        fold=fold,
+        config=config,
+        state={k: v.detach().cpu() for k, v in model.state_dict().items()},
+        history=result.history,
+        embeddings=embeddings_table(data.qids, [roles[q] for q in data.qids], z_struct, z_sem),
+    )

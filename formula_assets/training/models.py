@@ -1,0 +1,98 @@
+"""The two aligners of Table 2 and their projection heads."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from formula_assets.graph_encoder import GineEncoder
+
+INITIAL_TEMPERATURE = 0.07
+MIN_TEMPERATURE = 0.01
+
+
+class ProjectionHead(nn.Module):
+    """Linear–ReLU–Linear over a frozen vector (L2-normalised first, so Σ and mean agree)."""
+
+    def __init__(self, in_dim: int, hidden: int, out_dim: int, dropout: float = 0.1) -> None:
+        super().__init__()
+        self.net = nn.Sequential(
+            nn.Linear(in_dim, hidden), nn.ReLU(), nn.Dropout(dropout), nn.Linear(hidden, out_dim)
+        )
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.net(F.normalize(x, dim=-1))
+
+
+class Temperature(nn.Module):
+    """CLIP's learnable temperature, stored as a log scale and kept above MIN_TEMPERATURE."""
+
+    def __init__(self, initial: float = INITIAL_TEMPERATURE, learnable: bool = True) -> None:
+        super().__init__()
+        value = torch.tensor(math.log(1 / initial))
+        self.log_scale = nn.Parameter(value, requires_grad=learnable)
+
+    def forward(self) -> torch.Tensor:
+        return 1 / self.log_scale.exp().clamp(max=1 / MIN_TEMPERATURE)
+
+
+class DualEncoder(nn.Module):
+    """`sbert_dual_cl`: projection heads over frozen sentence vectors of OPT text and semantics."""
+
+    def __init__(
+        self, structural_dim: int, semantic_dim: int, hidden: int, out_dim: int, dropout: float
+    ) -> None:
+        super().__init__()
+        self.structural = ProjectionHead(structural_dim, hidden, out_dim, dropout)
+        self.semantic = ProjectionHead(semantic_dim, hidden, out_dim, dropout)
+        self.temperature = Temperature()
+
+    def encode_structural(self, x: torch.Tensor) -> torch.Tensor:
+        return self.structural(x)
+
+    def structural_views(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return views(self.structural, x)
+
+    def encode_semantic(self, x: torch.Tensor) -> torch.Tensor:
+        return self.semantic(x)
+
+
+class GraphTextModel(nn.Module):
+    """`graph_text_cl`: the GINE encoder over OPT graphs against a semantic projection head.
+
+    Views for the intra-modal loss differ by dropout on the pooled graph vector before W_proj.
+    """
+
+    def __init__(
+        self,
+        vocabulary_size: int,
+        semantic_dim: int,
+        hidden: int,
+        out_dim: int,
+        dropout: float,
+        layers: int = 2,
+    ) -> None:
+        super().__init__()
+        self.graph = GineEncoder(vocabulary_size, hidden, out_dim, layers, dropout=0.0)
+        self.view_dropout = nn.Dropout(dropout)
+        self.semantic = ProjectionHead(semantic_dim, hidden, out_dim, dropout)
+        self.temperature = Temperature()
+
+    def encode_structural(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+        return self.graph.proj(self.view_dropout(self.graph.pool(batch)))
+
+    def structural_views(self, batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+        """One GINE pass, two dropout views of its pooled vector."""
+        pooled = self.graph.pool(batch)
+        return views(lambda p: self.graph.proj(self.view_dropout(p)), pooled)
+
+    def encode_semantic(self, x: torch.Tensor) -> torch.Tensor:
+        return self.semantic(x)
+
+
+def views(encode, x) -> tuple[torch.Tensor, torch.Tensor]:
+    """Two stochastic projections of the same input (independent dropout masks)."""
+    return encode(x), encode(x)
