@@ -251,6 +251,11 @@ class TokenVocabulary:
             counts=(0, 0, *(c for _, c in ranked)),
         )
 
+    @classmethod
+    def from_tokens(cls, tokens: Sequence[str]) -> TokenVocabulary:
+        """A stored vocabulary (e.g. a trained model's), ids in the given order."""
+        return cls(tokens, [0] * len(tokens))
+
     def __len__(self) -> int:
         return len(self.tokens)
 

@@ -52,8 +52,8 @@ class Profile:
 PROFILES: dict[str, Profile] = {
     "smoke": Profile(
         name="smoke",
-        graph_text_cl=MethodSettings(32, 32, 0.1, 4, 128, 3e-3, 1e-4, 0.1, 4),
-        sbert_dual_cl=MethodSettings(64, 32, 0.1, 6, 128, 3e-3, 1e-4, 0.1, 6),
+        graph_text_cl=MethodSettings(64, 64, 0.1, 10, 64, 3e-3, 1e-4, 0.1, 10),
+        sbert_dual_cl=MethodSettings(256, 128, 0.1, 20, 64, 3e-3, 1e-4, 0.1, 20),
     ),
     "default": Profile(
         name="default",

@@ -309,13 +309,20 @@ def scores_consistent(scores: pa.Table) -> Outcome:
     )
 
 
+def required_recall_at_10(candidates: int, margin: float = CHANCE_MARGIN) -> float:
+    """`margin` × chance (10 / candidates), capped halfway between chance and 1 for small pools."""
+    chance = min(1.0, 10 / max(candidates, 1))
+    return min(margin * chance, chance + (1 - chance) / 2)
+
+
 def scores_beat_chance(scores: pa.Table, margin: float = CHANCE_MARGIN) -> Outcome:
     weak = [
         f"fold {r['fold']} {r['method']} {r['direction']}: R@10 {r['recall_at_10']:.3f}"
-        f" vs chance {10 / r['candidates']:.3f}"
+        f" < {required_recall_at_10(r['candidates'], margin):.3f}"
+        f" (chance {min(1.0, 10 / r['candidates']):.3f})"
         for r in scores.to_pylist()
         if r["method"] in TRAINED_METHODS
-        and r["recall_at_10"] < margin * min(1.0, 10 / max(r["candidates"], 1))
+        and r["recall_at_10"] < required_recall_at_10(r["candidates"], margin)
     ]
     return Outcome(
         not weak,

@@ -17,6 +17,8 @@ DUMP_PATH_ENV = "FORMULA_ASSETS_DUMP_PATH"
 USER_AGENT_ENV = "FORMULA_ASSETS_USER_AGENT"
 DATA_LAKE_ENV = "FORMULA_ASSETS_DATA_LAKE"
 MIN_FORMULAE_ENV = "FORMULA_ASSETS_MIN_FORMULAE"
+SAMPLE_ENV = "FORMULA_ASSETS_SAMPLE"
+EMBEDDING_CACHE_ENV = "FORMULA_ASSETS_EMBEDDING_CACHE"
 
 SOURCES = ("snapshot", "sparql", "dump")
 DEFAULT_SOURCE = "snapshot"
@@ -74,6 +76,21 @@ def min_formulae(override: int | None = None) -> int:
         raise ValueError(f"{MIN_FORMULAE_ENV} must be an integer, got {raw!r}") from exc
 
 
+def sample(override: int | None = None) -> int | None:
+    """Keep only this many formula items (a stable subset), for demos and fast tests."""
+    if override is not None:
+        value: int | None = override
+    else:
+        raw = _env(SAMPLE_ENV)
+        try:
+            value = int(raw) if raw is not None else None
+        except ValueError as exc:
+            raise ValueError(f"{SAMPLE_ENV} must be an integer, got {raw!r}") from exc
+    if value is not None and value < 1:
+        raise ValueError(f"the sample size must be at least 1, got {value}")
+    return value
+
+
 def project_root() -> Path | None:
     """The source checkout this package runs from, if any (editable installs, `make`)."""
     candidate = Path(__file__).resolve().parent.parent
@@ -124,4 +141,4 @@ def embedding_model(override: str | None = None) -> tuple[str | None, str]:
 
 def embedding_cache_url() -> str:
     """Where text embeddings are cached: inside the data lake, so the cache travels with it."""
-    return data_lake_url().rstrip("/") + "/_cache/embeddings"
+    return _env(EMBEDDING_CACHE_ENV) or data_lake_url().rstrip("/") + "/_cache/embeddings"

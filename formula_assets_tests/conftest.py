@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 
+import pyarrow as pa
 import pytest
 
 from formula_assets_tests.sparql_server import FakeWdqs
@@ -14,3 +16,46 @@ def sparql_server() -> Iterator[FakeWdqs]:
     """A fake Wikidata Query Service on a free local port, stopped after the test."""
     with FakeWdqs() as server:
         yield server
+
+
+@dataclass
+class SmallCorpus:
+    """A stable 160-formula sample of the snapshot with every representation computed."""
+
+    formulae: pa.Table
+    graphs: pa.Table
+    annotations: pa.Table
+    semantic: pa.Table
+    opt_text: pa.Table
+    folds: pa.Table
+
+
+@pytest.fixture(scope="session")
+def small_corpus() -> SmallCorpus:
+    from formula_assets.annotations import build_annotations
+    from formula_assets.embedding import TextEmbedder, resolve_model
+    from formula_assets.embedding_tables import opt_text_vectors, semantic_vectors
+    from formula_assets.folds import assign_folds
+    from formula_assets.opt import build_opt_graphs
+    from formula_assets.wikidata import records_to_table
+    from formula_assets.wikidata.snapshot import snapshot_records
+    from formula_assets.wikidata.sources import sample_records
+
+    formulae = records_to_table(sample_records(list(snapshot_records()), 160))
+    graphs = build_opt_graphs(
+        zip(formulae["qid"].to_pylist(), formulae["mathml"].to_pylist(), strict=True)
+    ).graphs
+    annotations = build_annotations(formulae.to_pylist())
+    embedder = TextEmbedder(resolve_model(None, "the default"))
+    semantic, _, _ = semantic_vectors(annotations, embedder, None)
+    opt_text, _ = opt_text_vectors(graphs, embedder, None)
+    folds = assign_folds(
+        zip(formulae["qid"].to_pylist(), formulae["paper_fold"].to_pylist(), strict=True)
+    )
+    return SmallCorpus(formulae, graphs, annotations, semantic, opt_text, folds)
+
+
+@pytest.fixture(scope="session")
+def embedding_cache(tmp_path_factory: pytest.TempPathFactory):
+    """One embedding cache for every pipeline test of the session: texts embed once."""
+    return tmp_path_factory.mktemp("embedding_cache")

@@ -19,6 +19,9 @@ EXPECTED_GROUPS = {
     "semantic_embeddings": "semantics",
     "opt_text_embeddings": "semantics",
     "correspondence_metrics": "analysis",
+    "cv_folds": "training",
+    "fold_models": "training",
+    "retrieval_scores": "evaluation",
 }
 
 
@@ -48,6 +51,10 @@ def test_checks_are_attached() -> None:
         ("opt_text_embeddings", "opt_text_embeddings_valid"),
         ("correspondence_metrics", "correspondence_metrics_in_range"),
         ("correspondence_metrics", "correspondence_inputs_complete"),
+        ("cv_folds", "cv_folds_cover_every_formula"),
+        ("retrieval_scores", "retrieval_scores_complete"),
+        ("retrieval_scores", "retrieval_scores_consistent"),
+        ("retrieval_scores", "retrieval_scores_beat_chance"),
     } <= checks
 
 

@@ -8,9 +8,7 @@ Partitions of the training asset run in parallel worker processes, one torch thr
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
+import multiprocessing
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -19,7 +17,6 @@ import dagster as dg
 
 from formula_assets.cli.staleness import Entry, Target, stale_entries
 
-DEFINITIONS_MODULE = "formula_assets.definitions"
 MAX_ROUNDS = 50
 REFRESH_TAG = "formula_assets/refresh"
 
@@ -82,20 +79,18 @@ def _run_partitions(
     key: dg.AssetKey, partitions: list[str], workers: int, echo: Print
 ) -> list[str]:
     """Partitions in `workers` parallel processes; returns those that failed."""
+    from formula_assets.cli import worker
+
     workers = max(1, min(workers, len(partitions)))
-    chunks = [partitions[i::workers] for i in range(workers)]
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-    processes = [
-        subprocess.Popen(
-            [sys.executable, "-m", "formula_assets.cli.worker", key.to_user_string(), *chunk],
-            env=env,
-        )
-        for chunk in chunks
-    ]
-    failed: list[str] = []
-    for chunk, process in zip(chunks, processes, strict=True):
-        if process.wait() != 0:
-            failed += chunk
+    jobs = [(key.to_user_string(), p) for p in partitions]
+    context = multiprocessing.get_context("spawn")
+    pool = context.Pool(workers, initializer=worker.initialize)
+    try:
+        results = list(pool.imap_unordered(worker.materialize_partition, jobs))
+    finally:
+        pool.close()  # let workers exit on their own: a terminate() looks like Ctrl-C to them
+        pool.join()
+    failed = sorted(p for p, ok in results if not ok)
     if failed:
         echo(f"failed partitions of {key.to_user_string()}: {', '.join(failed)}")
     return failed
@@ -129,8 +124,10 @@ def refresh(
         if whole:
             names = ", ".join(sorted(k.to_user_string() for k in whole))
             echo(f"materializing {names}")
+            stage_started = time.perf_counter()
             if not materialize(defs, instance, sorted(whole, key=str)):
                 raise RefreshError(f"run failed for {names}; see the run log in the UI")
+            echo(f"  done in {time.perf_counter() - stage_started:.1f} s")
             report.ran += sorted(k.to_user_string() for k in whole)
         partitioned: dict[dg.AssetKey, list[str]] = {}
         for entry in frontier:
@@ -141,7 +138,9 @@ def refresh(
                 f"materializing {key.to_user_string()}: {len(partitions)} partition(s) "
                 f"in {min(workers, len(partitions))} process(es)"
             )
+            stage_started = time.perf_counter()
             failed = _run_partitions(key, partitions, workers, echo)
+            echo(f"  done in {time.perf_counter() - stage_started:.1f} s")
             if failed:
                 raise RefreshError(f"{len(failed)} partition(s) of {key.to_user_string()} failed")
             report.ran += [f"{key.to_user_string()}[{p}]" for p in partitions]

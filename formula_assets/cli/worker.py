@@ -1,27 +1,37 @@
-"""A refresh worker: materialize some partitions of one asset, one run each, in this process."""
+"""Refresh workers: processes that each load the definitions once and materialize partitions.
+
+Partitions are handed out one at a time from a shared pool, so a slow partition never holds
+up the queue behind it. Each worker runs with one torch/BLAS thread (on a small CPU two
+threads in one process train slower than two one-thread processes).
+"""
 
 from __future__ import annotations
 
-import sys
+import os
 
-import dagster as dg
-
-from formula_assets.cli.refresh import load_definitions, materialize
-from formula_assets.instance_home import ensure_dagster_home
+_DEFS = None
 
 
-def main(argv: list[str]) -> int:
-    key, partitions = dg.AssetKey.from_user_string(argv[0]), argv[1:]
+def initialize() -> None:
+    """Pool initializer: pin thread counts before torch is imported, then load definitions."""
+    global _DEFS
+    for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        os.environ[name] = "1"
+    from formula_assets.cli.refresh import load_definitions
+    from formula_assets.instance_home import ensure_dagster_home
+
     ensure_dagster_home()
-    defs = load_definitions()
-    failed = 0
+    _DEFS = load_definitions()
+
+
+def materialize_partition(job: tuple[str, str]) -> tuple[str, bool]:
+    """(asset key, partition) → (partition, succeeded); one run on the shared instance."""
+    import dagster as dg
+
+    from formula_assets.cli.refresh import materialize
+
+    key, partition = job
+    print(f"materializing {key}[{partition}]", flush=True)
     with dg.DagsterInstance.get() as instance:
-        for partition in partitions:
-            print(f"materializing {key.to_user_string()}[{partition}]", flush=True)
-            if not materialize(defs, instance, [key], partition):
-                failed += 1
-    return 1 if failed else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+        ok = materialize(_DEFS, instance, [dg.AssetKey.from_user_string(key)], partition)
+    return partition, ok

@@ -25,6 +25,11 @@ class WikidataFormulaeConfig(dg.Config):
         default=None,
         description="snapshot | sparql | dump. Default: FORMULA_ASSETS_SOURCE, else snapshot.",
     )
+    sample: int | None = Field(
+        default=None,
+        description="Keep a stable subset of this many items (demos, fast checks). "
+        "Default: FORMULA_ASSETS_SAMPLE, else all.",
+    )
 
 
 @dg.asset(
@@ -49,6 +54,10 @@ def wikidata_formulae(
         dump_path=wikidata.dump_path,
         log=context.log.info,
     )
+    size = settings.sample(config.sample)
+    if size is not None and size < len(rows):
+        context.log.info(f"keeping a stable sample of {size:,} of {len(rows):,} items")
+        rows = sources.sample_records(rows, size)
     table = records_to_table(rows)
     notes = Counter(n.split(":")[0] for r in rows for n in r.notes)
     return dg.Output(
@@ -57,6 +66,7 @@ def wikidata_formulae(
         metadata={
             "source": source,
             "items": table.num_rows,
+            "sample": size if size is not None else "all",
             "concept_links": sum(len(r.concepts) for r in rows),
             "with_paper_fold": sum(r.paper_fold is not None for r in rows),
             "items_with_notes": sum(bool(r.notes) for r in rows),

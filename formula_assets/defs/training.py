@@ -25,9 +25,17 @@ FOLD_MODEL_PARTITIONS = dg.MultiPartitionsDefinition(
 FOLDS_VERSION = code_version(folds)
 # The profile named by the environment at load time is part of the version.
 TRAINING_VERSION = code_version(
-    folds, profiles, graph_batch, graph_encoder, losses, models, trainer, methods, artifacts,
+    folds,
+    profiles,
+    graph_batch,
+    graph_encoder,
+    losses,
+    models,
+    trainer,
+    methods,
+    artifacts,
     profiles.profile_name(),
-)  # fmt: skip
+)
 
 
 class TrainingConfig(dg.Config):

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import hashlib
+from collections.abc import Callable, Sequence
 
 from formula_assets import settings
 from formula_assets.wikidata.records import FormulaRecord
@@ -33,3 +34,17 @@ def load_records(
     from formula_assets.wikidata.dump import dump_records
 
     return dump_records(settings.dump_path(dump_path), log=log)
+
+
+def sample_records(records: Sequence[FormulaRecord], size: int | None) -> list[FormulaRecord]:
+    """A stable subset: the `size` items with the smallest hash of their QID.
+
+    The same item stays in the sample when others are added, so samples nest as they grow.
+    """
+    if size is None or size >= len(records):
+        return list(records)
+
+    def rank(record: FormulaRecord) -> bytes:
+        return hashlib.blake2b(f"sample:{record.qid}".encode(), digest_size=8).digest()
+
+    return sorted(records, key=rank)[:size]

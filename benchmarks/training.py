@@ -1,0 +1,127 @@
+"""Training and retrieval quality: all folds × methods of a profile, then Table 2 vs targets.
+
+Reads the upstream assets from the data lake (`make run` first), trains every fold × method
+in `--workers` parallel processes with one torch thread each (as `formula-assets refresh`
+does), then scores the test folds. Targets (default profile, published folds):
+graph_text_cl ≥ the paper (R@10 .574 / .580, MRR .345 / .355); the best method R@10 ≥ .75 and
+MRR ≥ .50 in both directions; all training ≤ 10 minutes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing
+import os
+import time
+
+from upath import UPath
+
+from benchmarks.common import print_table, write_result
+from formula_assets import lake, settings
+from formula_assets.evaluation import DIRECTIONS, PAPER_TABLE_2, evaluate, table_2
+from formula_assets.folds import FOLDS
+from formula_assets.profiles import get_profile
+from formula_assets.training.methods import METHODS, alignment_data, train_fold
+
+
+def _tables() -> dict:
+    root = UPath(settings.data_lake_url())
+    names = (
+        "cv_folds",
+        "opt_graphs",
+        "concept_annotations",
+        "semantic_embeddings",
+        "opt_text_embeddings",
+    )
+    return {name: lake.read_parquet(root / f"{name}.parquet") for name in names}
+
+
+def _train(job: tuple[str, int, str]):
+    method, fold, profile = job
+    os.environ["OMP_NUM_THREADS"] = "1"
+    t = _tables()
+    data = alignment_data(
+        t["cv_folds"], t["opt_graphs"], t["semantic_embeddings"], t["opt_text_embeddings"]
+    )
+    started = time.perf_counter()
+    model = train_fold(method, fold, data, get_profile(profile))
+    return model, time.perf_counter() - started
+
+
+def run(profile: str = "default", workers: int = 2) -> dict:
+    from formula_assets.defs.evaluation import evaluation_inputs
+
+    jobs = [(m, f, profile) for f in FOLDS for m in METHODS]
+    started = time.perf_counter()
+    with multiprocessing.get_context("spawn").Pool(workers) as pool:
+        trained = pool.map(_train, jobs, chunksize=1)
+    wall = time.perf_counter() - started
+    models = {(m.fold, m.method): m for m, _ in trained}
+    t = _tables()
+    inputs = evaluation_inputs(
+        t["cv_folds"],
+        t["opt_graphs"],
+        t["concept_annotations"],
+        t["semantic_embeddings"],
+        t["opt_text_embeddings"],
+    )
+    summary = table_2(evaluate(inputs, models).scores)
+    per_method = {}
+    for (method, _, _), (model, seconds) in zip(jobs, trained, strict=True):
+        entry = per_method.setdefault(method, {"fold_seconds": [], "epoch_seconds": []})
+        entry["fold_seconds"].append(round(seconds, 1))
+        entry["epoch_seconds"].append(
+            round(sum(h["seconds"] for h in model.history) / max(len(model.history), 1), 3)
+        )
+    rows = []
+    for r in summary:
+        paper = PAPER_TABLE_2.get((r["method"], r["direction"]))
+        rows.append(
+            [
+                r["direction"],
+                r["method"],
+                f"{r['recall_at_10']:.3f}",
+                f"{r['mrr']:.3f}",
+                f"{paper[0][2]:.3f}" if paper else "—",
+                f"{paper[0][3]:.3f}" if paper else "—",
+            ]
+        )
+    header = ["direction", "method", "R@10", "MRR", "paper R@10", "paper MRR"]
+    print_table(f"Table 2 ({profile} profile)", header, rows)
+    by_direction = {d: [r for r in summary if r["direction"] == d] for d in DIRECTIONS}
+    best = {d: max(rs, key=lambda r: r["mrr"]) for d, rs in by_direction.items()}
+    graph = {
+        d: next(r for r in rs if r["method"] == "graph_text_cl") for d, rs in by_direction.items()
+    }
+    targets = {
+        "graph_text_cl_beats_paper": all(
+            graph[d]["recall_at_10"] >= PAPER_TABLE_2[("graph_text_cl", d)][0][2]
+            and graph[d]["mrr"] >= PAPER_TABLE_2[("graph_text_cl", d)][0][3]
+            for d in DIRECTIONS
+        ),
+        "best_method_r10_075_mrr_050": all(
+            best[d]["recall_at_10"] >= 0.75 and best[d]["mrr"] >= 0.50 for d in DIRECTIONS
+        ),
+        "training_within_10_minutes": wall <= 600,
+    }
+    print(f"training wall time, {len(jobs)} models in {workers} processes: {wall:.1f} s")
+    print("targets:", targets)
+    result = {
+        "profile": profile,
+        "workers": workers,
+        "training_wall_s": round(wall, 1),
+        "per_method": per_method,
+        "table_2": summary,
+        "best_method": {d: best[d]["method"] for d in DIRECTIONS},
+        "targets_met": targets,
+    }
+    print(f"written {write_result(f'training_{profile}', result)}")
+    return result
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--profile", default="default")
+    parser.add_argument("--workers", type=int, default=2)
+    args = parser.parse_args()
+    run(args.profile, args.workers)

@@ -1,0 +1,117 @@
+"""`cv_folds`, `fold_models` and `retrieval_scores` in Dagster, and the checks guarding them."""
+
+import uuid
+
+import dagster as dg
+import pyarrow as pa
+import pyarrow.compute as pc
+from upath import UPath
+
+from formula_assets.defs.evaluation import (
+    retrieval_scores_beat_chance,
+    retrieval_scores_complete,
+    retrieval_scores_consistent,
+)
+from formula_assets.defs.io_managers import DataLakeIOManager, ModelIOManager
+from formula_assets.defs.training import cv_folds, cv_folds_cover_every_formula, fold_models
+from formula_assets.evaluation import ALL_METHODS, DIRECTIONS
+from formula_assets.training.artifacts import TrainedModel, load_model
+
+
+def constant_asset(name: str, table: pa.Table) -> dg.AssetsDefinition:
+    @dg.asset(name=name)
+    def _constant() -> pa.Table:
+        return table
+
+    return _constant
+
+
+def test_fold_model_partition_in_dagster(small_corpus) -> None:
+    c = small_corpus
+    fixtures = [
+        constant_asset(name, table)
+        for name, table in (
+            ("wikidata_formulae", c.formulae),
+            ("opt_graphs", c.graphs),
+            ("semantic_embeddings", c.semantic),
+            ("opt_text_embeddings", c.opt_text),
+        )
+    ]
+    base = f"memory://lake-{uuid.uuid4().hex}"
+    result = dg.materialize(
+        [*fixtures, cv_folds, fold_models],
+        selection=[
+            "wikidata_formulae",
+            "opt_graphs",
+            "semantic_embeddings",
+            "opt_text_embeddings",
+            "cv_folds",
+            "fold_models",
+        ],
+        resources={
+            "io_manager": DataLakeIOManager(base_path=base),
+            "model_io_manager": ModelIOManager(base_path=base),
+        },
+        partition_key="2|sbert_dual_cl",
+        run_config=dg.RunConfig({"fold_models": {"config": {"profile": "smoke"}}}),
+    )
+    assert result.success
+    stored = load_model(UPath(base) / "fold_models" / "2" / "sbert_dual_cl")
+    assert isinstance(stored, TrainedModel)
+    assert (stored.fold, stored.method, stored.config["profile"]) == (2, "sbert_dual_cl", "smoke")
+    meta = result.asset_materializations_for_node("fold_models")[0].metadata
+    assert meta["best_epoch"].value == stored.config["best_epoch"]
+    assert meta["training_curve"].value.startswith("![training curve](data:image/png;base64,")
+
+
+def test_cv_folds_check(small_corpus) -> None:
+    formulae, folds = small_corpus.formulae, small_corpus.folds
+    assert cv_folds_cover_every_formula(folds, formulae).passed
+    doubled = pa.concat_tables([folds, folds.slice(0, 1)])
+    assert "more than one fold" in cv_folds_cover_every_formula(doubled, formulae).description
+    missing = folds.slice(1)
+    assert "without a fold" in cv_folds_cover_every_formula(missing, formulae).description
+    bad = folds.set_column(1, "fold", pa.array([9] * folds.num_rows, pa.int8()))
+    assert not cv_folds_cover_every_formula(bad, formulae).passed
+
+
+def scores(**override) -> pa.Table:
+    rows = [
+        {
+            "fold": f,
+            "method": m,
+            "direction": d,
+            "recall_at_1": 0.2,
+            "recall_at_5": 0.5,
+            "recall_at_10": 0.7,
+            "mrr": 0.35,
+            "candidates": 350,
+        }
+        for f in range(1, 6)
+        for m in ALL_METHODS
+        for d in DIRECTIONS
+    ]
+    rows[0].update(override)
+    return pa.Table.from_pylist(rows)
+
+
+def test_scores_complete_check() -> None:
+    good = scores()
+    assert retrieval_scores_complete(good).passed
+    short = good.filter(pc.invert(pc.equal(good["method"], "bm25")))
+    assert not retrieval_scores_complete(short).passed
+    assert not retrieval_scores_complete(pa.concat_tables([good, good.slice(0, 1)])).passed
+
+
+def test_scores_consistent_check() -> None:
+    assert retrieval_scores_consistent(scores()).passed
+    assert not retrieval_scores_consistent(scores(recall_at_5=0.9)).passed
+    assert not retrieval_scores_consistent(scores(mrr=1.5)).passed
+
+
+def test_scores_beat_chance_check() -> None:
+    assert retrieval_scores_beat_chance(scores()).passed
+    weak = scores(method="graph_text_cl", recall_at_1=0.01, recall_at_5=0.02, recall_at_10=0.03)
+    assert not retrieval_scores_beat_chance(weak).passed
+    baseline_weak = scores(recall_at_1=0.01, recall_at_5=0.02, recall_at_10=0.03)  # bm25 row
+    assert retrieval_scores_beat_chance(baseline_weak).passed

@@ -1,0 +1,136 @@
+"""Training with the smoke profile on 160 formulae: real learning, honest splits, safe weights."""
+
+import dataclasses
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from upath import UPath
+
+from formula_assets.opt import TokenVocabulary
+from formula_assets.profiles import get_profile
+from formula_assets.training.artifacts import WEIGHTS, current_version, load_model, save_model
+from formula_assets.training.methods import (
+    METHODS,
+    GraphInputs,
+    alignment_data,
+    build_model,
+    train_fold,
+)
+from formula_assets.training.trainer import MatrixInputs, encode
+
+PROFILE = dataclasses.replace(get_profile("smoke"), validation_fraction=0.2)
+
+
+@pytest.fixture(scope="module")
+def data(small_corpus):
+    return alignment_data(
+        small_corpus.folds, small_corpus.graphs, small_corpus.semantic, small_corpus.opt_text
+    )
+
+
+@pytest.fixture(scope="module")
+def trained(data):
+    return {method: train_fold(method, 1, data, PROFILE) for method in METHODS}
+
+
+def roles(model) -> dict[str, str]:
+    """qid → split the model used it in."""
+    return dict(
+        zip(model.embeddings["qid"].to_pylist(), model.embeddings["split"].to_pylist(), strict=True)
+    )
+
+
+def chance_mrr(candidates: int) -> float:
+    return float(np.mean(1 / np.arange(1, candidates + 1)))
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_validation_mrr_rises_well_above_chance(trained, method: str) -> None:
+    model = trained[method]
+    history = model.history
+    chance = chance_mrr(model.config["split_sizes"]["validation"])
+    assert model.config["best_validation_mrr"] > 1.5 * chance
+    assert model.config["best_validation_mrr"] > history[0]["validation_mrr"]
+    best = max(h["validation_mrr"] for h in history)
+    assert model.config["best_validation_mrr"] == pytest.approx(best)
+    assert history[model.config["best_epoch"] - 1]["validation_mrr"] == pytest.approx(best)
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_no_test_formula_in_train_or_validation(trained, data, method: str) -> None:
+    model = trained[method]
+    splits = roles(model)
+    assert set(splits) == set(data.qids)
+    test = {q for q, s in splits.items() if s == "test"}
+    assert test == {q for q in data.qids if data.folds[q] == 1}
+    assert all(data.folds[q] != 1 for q, s in splits.items() if s in ("train", "validation"))
+    sizes = model.config["split_sizes"]
+    assert sizes["test"] == len(test) and sizes["train"] + sizes["validation"] + len(test) == len(
+        data.qids
+    )
+
+
+def test_graph_vocabulary_comes_from_training_formulae_only(trained, data) -> None:
+    model = trained["graph_text_cl"]
+    train_qids = [q for q, split in roles(model).items() if split == "train"]
+    rows = [data.qids.index(q) for q in train_qids]
+    train_tokens = {t for r in rows for t in data.graphs["node_tokens"][r].as_py()}
+    assert set(model.config["vocabulary"][2:]) == train_tokens
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_safetensors_round_trip_reproduces_the_model(
+    trained, data, tmp_path: Path, method: str
+) -> None:
+    model = trained[method]
+    directory = UPath(tmp_path) / "fold_models" / "1" / method
+    save_model(model, directory)
+    weights = current_version(directory) / WEIGHTS
+    assert weights.read_bytes()[8:9] == b"{"  # safetensors: 8-byte length, then a JSON header
+    loaded = load_model(directory)
+    assert loaded.config == json.loads(json.dumps(model.config))
+    assert set(loaded.state) == set(model.state)
+    assert all(torch.equal(loaded.state[k], model.state[k]) for k in model.state)
+    assert loaded.embeddings.equals(model.embeddings)
+    rebuilt = build_model(loaded.config)
+    rebuilt.load_state_dict(loaded.state)
+    rows = np.arange(len(data.qids))
+    semantic = MatrixInputs(torch.from_numpy(data.semantic.copy()))
+    if method == "graph_text_cl":
+        structural = GraphInputs(
+            data.graphs, TokenVocabulary.from_tokens(loaded.config["vocabulary"]), "cpu"
+        )
+    else:
+        structural = MatrixInputs(torch.from_numpy(data.opt_text.copy()))
+    zs, zm = encode(rebuilt, structural, semantic, rows)
+    _, stored_s, stored_m = loaded.split_vectors("test")
+    test_rows = [i for i, s in enumerate(loaded.embeddings["split"].to_pylist()) if s == "test"]
+    assert np.allclose(zs[test_rows], stored_s, atol=1e-5)
+    assert np.allclose(zm[test_rows], stored_m, atol=1e-5)
+
+
+def test_new_versions_replace_old_ones_atomically(trained, tmp_path: Path) -> None:
+    directory = UPath(tmp_path) / "m"
+    for _ in range(4):
+        save_model(trained["sbert_dual_cl"], directory)
+    versions = sorted(p.name for p in directory.iterdir() if p.name.startswith("v-"))
+    assert len(versions) == 2
+    assert current_version(directory).name == versions[-1]
+
+
+def test_training_is_deterministic(data) -> None:
+    a = train_fold("sbert_dual_cl", 2, data, PROFILE)
+    b = train_fold("sbert_dual_cl", 2, data, PROFILE)
+    assert all(torch.equal(a.state[k], b.state[k]) for k in a.state)
+    assert a.config["seed"] == b.config["seed"] == PROFILE.seed * 1000 + 2
+
+
+def test_unknown_method_and_tiny_folds(data) -> None:
+    with pytest.raises(ValueError, match="unknown method"):
+        train_fold("magic", 1, data, PROFILE)
+    tiny = dataclasses.replace(data, qids=data.qids[:3], folds={q: 1 for q in data.qids[:3]})
+    with pytest.raises(ValueError, match="need at least 2"):
+        train_fold("sbert_dual_cl", 1, tiny, PROFILE)
