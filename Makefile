@@ -26,7 +26,7 @@ home: install
 	$(BIN)/formula-assets home
 
 run: home
-	$(BIN)/formula-assets refresh
+	$(BIN)/formula-assets refresh --observe
 
 test: install
 	$(BIN)/ruff check formula_assets formula_assets_tests benchmarks

@@ -1,7 +1,5 @@
 """The code location: every asset, check and resource of the project."""
 
-import warnings
-
 import dagster as dg
 
 from formula_assets.defs.analysis import (
@@ -9,14 +7,16 @@ from formula_assets.defs.analysis import (
     correspondence_metrics,
     correspondence_metrics_in_range,
 )
+from formula_assets.defs.automation import automation_sensor, weekly_probe_schedule
 from formula_assets.defs.evaluation import (
     retrieval_scores,
     retrieval_scores_beat_chance,
     retrieval_scores_complete,
     retrieval_scores_consistent,
 )
-from formula_assets.defs.ingest import ingest_checks, wikidata_formulae
+from formula_assets.defs.ingest import ingest_checks, wikidata_formulae, wikidata_probe
 from formula_assets.defs.io_managers import DataLakeIOManager, ModelIOManager
+from formula_assets.defs.report import report_document
 from formula_assets.defs.resources import (
     DataLakeResource,
     SentenceEmbedderResource,
@@ -27,11 +27,9 @@ from formula_assets.defs.structure import structural_embeddings, structural_embe
 from formula_assets.defs.syntax import parse_formulae, syntax_checks
 from formula_assets.defs.training import cv_folds, cv_folds_cover_every_formula, fold_models
 
-# Content-hash data versions are the point of this project; the beta notice is noise in run logs.
-warnings.filterwarnings("ignore", category=dg.BetaWarning)
-
 defs = dg.Definitions(
     assets=[
+        wikidata_probe,
         wikidata_formulae,
         parse_formulae,
         structural_embeddings,
@@ -40,6 +38,7 @@ defs = dg.Definitions(
         cv_folds,
         fold_models,
         retrieval_scores,
+        report_document,
     ],
     asset_checks=[
         *ingest_checks,
@@ -53,6 +52,8 @@ defs = dg.Definitions(
         retrieval_scores_consistent,
         retrieval_scores_beat_chance,
     ],
+    sensors=[automation_sensor()],
+    schedules=[weekly_probe_schedule(wikidata_probe)],
     resources={
         "io_manager": DataLakeIOManager(),
         "model_io_manager": ModelIOManager(),

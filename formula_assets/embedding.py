@@ -135,7 +135,9 @@ def load_model(spec: ModelSpec, device: str | None = None) -> SentenceTransforme
     is there, and from the hub only when the hub answers a quick probe.
     """
     from sentence_transformers import SentenceTransformer
+    from transformers.utils import logging as transformers_logging
 
+    transformers_logging.disable_progress_bar()  # one bar per load clutters CLI and run logs
     device = device or ("cuda" if _cuda_available() else "cpu")
     folder = spec.location if spec.local else cached_snapshot(spec.location)
     if folder is not None:

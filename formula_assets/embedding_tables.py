@@ -12,6 +12,16 @@ from formula_assets.embedding_cache import EmbeddingCache, EmbedStats, embed_tex
 from formula_assets.embedding_cache import vectors as _vectors
 
 AGGREGATIONS = ("sum", "mean")
+MODEL_NAME_KEY = b"model_name"
+MODEL_IDENTITY_KEY = b"model_identity"
+
+
+def with_model(table: pa.Table, name: str, identity: str) -> pa.Table:
+    """Record which sentence-transformer made the vectors, so queries can use the same one."""
+    metadata = dict(table.schema.metadata or {})
+    metadata[MODEL_NAME_KEY] = name.encode()
+    metadata[MODEL_IDENTITY_KEY] = identity.encode()
+    return table.replace_schema_metadata(metadata)
 
 
 def embedding_schema(dimension: int, extra: Sequence[tuple[str, pa.DataType]] = ()) -> pa.Schema:

@@ -2,6 +2,9 @@
 
 A reader never sees a half-written file: data goes to a hidden temporary sibling first and is
 renamed over the final path only when complete (on object stores a single PUT is atomic).
+Concurrent writers each use their own temporary file, so the last rename wins with a complete
+file. A writer killed mid-write leaves only its hidden temporary file, named after its process
+id; the next write of the same path on the same host removes it once that process is gone.
 """
 
 from __future__ import annotations
@@ -24,13 +27,41 @@ def _is_local(path: UPath) -> bool:
 
 
 def temporary_sibling(path: UPath) -> UPath:
-    return path.with_name(f".{path.name}{TMP_MARKER}{uuid.uuid4().hex}")
+    return path.with_name(f".{path.name}{TMP_MARKER}{os.getpid()}-{uuid.uuid4().hex}")
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def sweep_orphans(path: UPath) -> list[str]:
+    """Remove temporary siblings of `path` left by writers that no longer run (local only)."""
+    if not _is_local(path) or not path.parent.exists():
+        return []
+    prefix = f".{path.name}{TMP_MARKER}"
+    removed = []
+    for candidate in path.parent.iterdir():
+        if not candidate.name.startswith(prefix):
+            continue
+        pid = candidate.name[len(prefix) :].split("-", 1)[0]
+        if pid.isdigit() and int(pid) != os.getpid() and not pid_alive(int(pid)):
+            with contextlib.suppress(OSError):
+                candidate.unlink()
+                removed.append(candidate.name)
+    return removed
 
 
 @contextlib.contextmanager
 def atomic_file(path: UPath) -> Iterator[IO[bytes]]:
     """A binary file handle whose content appears at `path` only if the block succeeds."""
     path.parent.mkdir(parents=True, exist_ok=True)
+    sweep_orphans(path)
     tmp = temporary_sibling(path)
     try:
         with tmp.open("wb") as fh:

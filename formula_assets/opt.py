@@ -162,7 +162,8 @@ class OptBuild:
 def _excerpt(text: str | None) -> str:
     if not text:
         return ""
-    text = " ".join(text.split())
+    text = " ".join(text.split()[:100])
+    text = text.encode("utf-8", "replace").decode("utf-8")  # lone surrogates → "?"
     return text if len(text) <= EXCERPT_CHARS else text[: EXCERPT_CHARS - 1] + "…"
 
 

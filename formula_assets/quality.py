@@ -331,3 +331,22 @@ def scores_beat_chance(scores: pa.Table, margin: float = CHANCE_MARGIN) -> Outco
         else f"{len(weak)} rows within {margin:g}× of chance",
         {"weak": weak[:SAMPLE]},
     )
+
+
+def shrinkage_problem(
+    new: int, last: int | None, fraction: float, what: str = "items"
+) -> str | None:
+    """Why a pull of `new` rows must not replace the last good one of `last` rows, if it must not.
+
+    Empty pulls are always refused; otherwise anything below `fraction` of the last good size.
+    """
+    if new == 0:
+        return f"the source returned no {what}" + (
+            f" (the last good pull had {last:,})" if last else ""
+        )
+    if last and new < fraction * last:
+        return (
+            f"the source returned {new:,} {what}, under {fraction:.0%} of the last good pull's "
+            f"{last:,}"
+        )
+    return None

@@ -18,6 +18,8 @@ USER_AGENT_ENV = "FORMULA_ASSETS_USER_AGENT"
 DATA_LAKE_ENV = "FORMULA_ASSETS_DATA_LAKE"
 MIN_FORMULAE_ENV = "FORMULA_ASSETS_MIN_FORMULAE"
 SAMPLE_ENV = "FORMULA_ASSETS_SAMPLE"
+MIN_FRACTION_ENV = "FORMULA_ASSETS_MIN_FRACTION"
+DEFAULT_MIN_FRACTION = 0.5
 EMBEDDING_CACHE_ENV = "FORMULA_ASSETS_EMBEDDING_CACHE"
 
 SOURCES = ("snapshot", "sparql", "dump")
@@ -88,6 +90,21 @@ def sample(override: int | None = None) -> int | None:
             raise ValueError(f"{SAMPLE_ENV} must be an integer, got {raw!r}") from exc
     if value is not None and value < 1:
         raise ValueError(f"the sample size must be at least 1, got {value}")
+    return value
+
+
+def min_fraction(override: float | None = None) -> float:
+    """A pull below this share of the last good row count is refused unless forced."""
+    if override is not None:
+        value = override
+    else:
+        raw = _env(MIN_FRACTION_ENV)
+        try:
+            value = float(raw) if raw is not None else DEFAULT_MIN_FRACTION
+        except ValueError as exc:
+            raise ValueError(f"{MIN_FRACTION_ENV} must be a number, got {raw!r}") from exc
+    if not 0 <= value <= 1:
+        raise ValueError(f"the minimum fraction must be between 0 and 1, got {value}")
     return value
 
 

@@ -59,3 +59,14 @@ def small_corpus() -> SmallCorpus:
 def embedding_cache(tmp_path_factory: pytest.TempPathFactory):
     """One embedding cache for every pipeline test of the session: texts embed once."""
     return tmp_path_factory.mktemp("embedding_cache")
+
+
+@pytest.fixture(scope="session")
+def materialized(tmp_path_factory: pytest.TempPathFactory, embedding_cache):
+    """The whole graph materialized once per session by `formula-assets refresh` (smoke)."""
+    from formula_assets_tests.pipeline import pipeline
+
+    run = pipeline(tmp_path_factory.mktemp("baseline"), embedding_cache)
+    completed = run.run("refresh")
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    return run, completed.stdout

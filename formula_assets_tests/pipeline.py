@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -28,6 +30,51 @@ class Pipeline:
             text=True,
             timeout=timeout,
         )
+
+
+def copy_pipeline(source: Pipeline, tmp: Path) -> Pipeline:
+    """The same materialized state (instance and lake) in a new place, to change freely."""
+    home, lake = tmp / "dagster_home", tmp / "lake"
+    shutil.copytree(source.home, home)
+    shutil.copytree(source.lake, lake)
+    env = {**source.env, "DAGSTER_HOME": str(home), "FORMULA_ASSETS_DATA_LAKE": str(lake)}
+    return replace(source, home=home, lake=lake, env=env)
+
+
+def edited_package(tmp: Path, edits: Mapping[str, Callable[[str], str]]) -> Path:
+    """A copy of the package with some modules' source changed; put it first on PYTHONPATH."""
+    root = tmp / "edited_package"
+    shutil.copytree(
+        ROOT / "formula_assets",
+        root / "formula_assets",
+        ignore=shutil.ignore_patterns("__pycache__"),
+    )
+    for relative, edit in edits.items():
+        path = root / "formula_assets" / relative
+        before = path.read_text()
+        after = edit(before)
+        assert after != before, f"the edit of {relative} changed nothing"
+        path.write_text(after)
+    return root
+
+
+def with_package(run: Pipeline, package: Path) -> Pipeline:
+    return replace(run, env={**run.env, "PYTHONPATH": str(package)})
+
+
+def ran(stdout: str) -> set[str]:
+    """Assets a refresh materialized, from its output; partitioned ones as `asset×N`."""
+    out: set[str] = set()
+    for line in stdout.splitlines():
+        if not line.startswith("materializing ") or "[" in line:  # `[` : a worker's own line
+            continue
+        rest = line.removeprefix("materializing ")
+        if ": " in rest:
+            name, tail = rest.split(": ", 1)
+            out.add(f"{name}×{tail.split()[0]}")
+        else:
+            out |= {name.strip() for name in rest.split(",")}
+    return out
 
 
 def pipeline(tmp: Path, embedding_cache: Path, **extra: str) -> Pipeline:

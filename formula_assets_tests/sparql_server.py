@@ -28,6 +28,8 @@ ENTITY = "http://www.wikidata.org/entity/"
 GENID = "http://www.wikidata.org/.well-known/genid/"
 MATHML = "http://www.w3.org/1998/Math/MathML"
 SPARQL_JSON = "application/sparql-results+json; charset=utf-8"
+XSD_INTEGER = "http://www.w3.org/2001/XMLSchema#integer"
+XSD_DATETIME = "http://www.w3.org/2001/XMLSchema#dateTime"
 
 Predicate = Callable[[str], bool]
 
@@ -57,6 +59,7 @@ class Entity:
     formulae: tuple[str, ...] = ()
     enwiki: str | None = None
     statements: tuple[Statement, ...] = ()
+    modified: str = "2026-01-01T00:00:00Z"  # schema:dateModified
 
 
 def _concepts() -> list[Entity]:
@@ -164,8 +167,22 @@ def is_detail_query(query: str) -> bool:
     return re.search(r"\bVALUES\s+\?item\b", query) is not None
 
 
+def is_probe_query(query: str) -> bool:
+    """The change probe: a count and the latest modification of the formula items."""
+    return "COUNT(" in query and "dateModified" in query
+
+
 def is_list_query(query: str) -> bool:
-    return "wdt:P2534" in query and not is_detail_query(query)
+    return "wdt:P2534" in query and not is_detail_query(query) and not is_probe_query(query)
+
+
+def probe_rows(world: Mapping[str, Entity]) -> list[dict[str, Any]]:
+    items = [e for e in world.values() if e.formulae]
+    latest = max((e.modified for e in items), default=None)
+    row: dict[str, Any] = {"items": literal(str(len(items)), datatype=XSD_INTEGER)}
+    if latest is not None:
+        row["latest"] = literal(latest, datatype=XSD_DATETIME)
+    return [row]
 
 
 def values_qids(query: str) -> list[str]:
@@ -418,6 +435,8 @@ class FakeWdqs:
         variables = selected_variables(query)
         if is_detail_query(query):
             return Reply.result(variables, detail_rows(self.world, values_qids(query)))
+        if is_probe_query(query):
+            return Reply.result(variables, probe_rows(self.world))
         if is_list_query(query):
             return Reply.result(variables, list_rows(self.world))
         return Reply.error(400, "MalformedQueryException: the fake WDQS does not know this query")

@@ -7,30 +7,21 @@ import pyarrow.parquet as pq
 import pytest
 
 from formula_assets.evaluation import ALL_METHODS, DIRECTIONS
-from formula_assets_tests.pipeline import SAMPLE, pipeline
+from formula_assets_tests.pipeline import SAMPLE, copy_pipeline, ran
 
 EXPECTED_WARNINGS = {"wikidata_formulae_has_concepts"}  # some items link no concept
+ALL_ASSETS = {
+    "wikidata_formulae", "opt_graphs", "rejected_formulae", "structural_embeddings",
+    "concept_annotations", "semantic_embeddings", "opt_text_embeddings",
+    "correspondence_metrics", "cv_folds", "retrieval_scores",
+}  # fmt: skip
 
 
 @pytest.mark.slow
-def test_refresh_materializes_everything_then_nothing(tmp_path: Path, embedding_cache) -> None:
-    run = pipeline(tmp_path, embedding_cache)
-    first = run.run("refresh")
-    assert first.returncode == 0, first.stderr[-3000:]
-    assert "materializing wikidata_formulae" in first.stdout
-    assert "fold_models: 10 partition(s)" in first.stdout
-    for asset in (
-        "wikidata_formulae",
-        "opt_graphs",
-        "rejected_formulae",
-        "structural_embeddings",
-        "concept_annotations",
-        "semantic_embeddings",
-        "opt_text_embeddings",
-        "correspondence_metrics",
-        "cv_folds",
-        "retrieval_scores",
-    ):
+def test_refresh_materializes_everything(materialized) -> None:
+    run, stdout = materialized
+    assert ran(stdout) == ALL_ASSETS | {"fold_models×10", "report"}
+    for asset in ALL_ASSETS:
         assert (run.lake / f"{asset}.parquet").exists(), asset
     assert pq.read_table(run.lake / "wikidata_formulae.parquet").num_rows == SAMPLE
     scores = pq.read_table(run.lake / "retrieval_scores.parquet")
@@ -38,7 +29,12 @@ def test_refresh_materializes_everything_then_nothing(tmp_path: Path, embedding_
     for fold in range(1, 6):
         for method in ("graph_text_cl", "sbert_dual_cl"):
             assert (run.lake / "fold_models" / str(fold) / method / "CURRENT").exists()
-
+    html = (run.lake / "report" / "report.html").read_text()
+    assert "Table 1" in html and "Table 2" in html and "data:image/png;base64," in html
+    assert "graph_text_cl" in html and "0.0847" in html  # ours beside the paper's
+    assert 'src="http' not in html and "<script" not in html  # self-contained
+    markdown = (run.lake / "report" / "report.md").read_text()
+    assert "| metric | ours | paper | detail |" in markdown
     with dg.DagsterInstance.from_config(str(run.home)) as instance:
         from formula_assets.definitions import defs
 
@@ -48,9 +44,12 @@ def test_refresh_materializes_everything_then_nothing(tmp_path: Path, embedding_
         failed = {k.name for k, r in records.items() if r.status.value != "SUCCEEDED"}
         assert failed <= EXPECTED_WARNINGS
 
+
+@pytest.mark.slow
+def test_then_nothing_is_stale_and_refresh_runs_nothing(materialized, tmp_path: Path) -> None:
+    run = copy_pipeline(materialized[0], tmp_path)
     stale = run.run("stale")
     assert stale.returncode == 0 and stale.stdout.strip() == ""
-    second = run.run("refresh")
-    assert second.returncode == 0
-    assert "everything is fresh" in second.stdout
-    assert "materializing" not in second.stdout
+    again = run.run("refresh")
+    assert again.returncode == 0
+    assert "everything is fresh" in again.stdout and ran(again.stdout) == set()

@@ -60,6 +60,7 @@ def test_instance_folder_has_telemetry_off(
     assert main(["home"]) == 0
     assert capsys.readouterr().out.strip() == str(home)
     assert "enabled: false" in (home / "dagster.yaml").read_text()
+    assert (home / ".nux" / "nux.yaml").exists()  # no onboarding modal over the UI
     (home / "dagster.yaml").write_text("# user's own settings\n")
     ensure_dagster_home(home)
     assert (home / "dagster.yaml").read_text() == "# user's own settings\n"  # never overwritten

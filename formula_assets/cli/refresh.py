@@ -96,15 +96,31 @@ def _run_partitions(
     return failed
 
 
+OBSERVE_JOB = "observe_wikidata"
+
+
+def observe_sources(defs: dg.Definitions, instance: dg.DagsterInstance, echo: Print) -> None:
+    """Observe the change probe now, as the weekly schedule would."""
+    echo("observing wikidata_probe")
+    result = defs.resolve_job_def(OBSERVE_JOB).execute_in_process(
+        instance=instance, tags={REFRESH_TAG: "true"}, raise_on_error=False
+    )
+    if not result.success:
+        raise RefreshError("observing wikidata_probe failed; the last good data is kept")
+
+
 def refresh(
     defs: dg.Definitions,
     instance: dg.DagsterInstance,
     echo: Print = print,
     workers: int = 2,
     max_rounds: int = MAX_ROUNDS,
+    observe: bool = False,
 ) -> RefreshReport:
     report = RefreshReport()
     started = time.perf_counter()
+    if observe:
+        observe_sources(defs, instance, echo)
     attempted: dict[Target, int] = {}
     for _ in range(max_rounds):
         entries = stale_entries(defs, instance)

@@ -9,6 +9,7 @@ from pydantic import Field
 
 from formula_assets import correspondence, figures, retrieval_metrics
 from formula_assets.correspondence import PAPER_TABLE_1, CorrespondenceSettings
+from formula_assets.defs.automation import AUTOMATION
 from formula_assets.defs.metadata import markdown_table
 from formula_assets.defs.outcomes import check_result
 from formula_assets.defs.resources import DataLakeResource
@@ -79,6 +80,7 @@ def _image(png: bytes, alt: str) -> str:
 @dg.asset(
     group_name="analysis",
     code_version=CORRESPONDENCE_VERSION,
+    automation_condition=AUTOMATION,
     description=DESCRIPTION,
     kinds={"scipy", "parquet"},
     owners=["team:formula-assets"],

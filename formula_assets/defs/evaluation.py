@@ -7,6 +7,7 @@ import numpy as np
 import pyarrow as pa
 
 from formula_assets import bm25, evaluation, figures, retrieval_metrics
+from formula_assets.defs.automation import AUTOMATION
 from formula_assets.defs.metadata import markdown_table
 from formula_assets.defs.outcomes import check_result
 from formula_assets.embedding_tables import embedding_matrix
@@ -22,47 +23,49 @@ def _cell(mean: float, std: float) -> str:
     return f"{mean:.3f} ± {std:.3f}"
 
 
-def table_2_markdown(scores: pa.Table) -> str:
+TABLE_2_COLUMNS = ["direction", "method", "R@1", "R@5", "R@10", "MRR", "paper R@1/5/10/MRR"]
+SIGNIFICANCE_COLUMNS = [
+    "method",
+    "baseline",
+    "direction",
+    "Δ mean RR",
+    "Wilcoxon p (queries)",
+    "paired t p (folds)",
+]
+
+
+def table_2_rows(scores: pa.Table) -> tuple[list[str], list[list[str]]]:
     rows = []
     for row in table_2(scores):
         paper = row["paper"]
         rows.append(
-            {
-                "direction": str(row["direction"]).replace("_", " "),
-                "method": row["method"],
-                **{
-                    f"R@{k}": _cell(row[f"recall_at_{k}"], row[f"recall_at_{k}_std"])
-                    for k in (1, 5, 10)
-                },
-                "MRR": _cell(row["mrr"], row["mrr_std"]),
-                "paper R@1/5/10/MRR": " / ".join(f"{v:.3f}" for v in paper) if paper else "—",
-            }
+            [
+                str(row["direction"]).replace("_", " "),
+                str(row["method"]),
+                *(_cell(row[f"recall_at_{k}"], row[f"recall_at_{k}_std"]) for k in (1, 5, 10)),
+                _cell(row["mrr"], row["mrr_std"]),
+                " / ".join(f"{v:.3f}" for v in paper) if paper else "—",
+            ]
         )
-    columns = ["direction", "method", "R@1", "R@5", "R@10", "MRR", "paper R@1/5/10/MRR"]
-    return markdown_table(rows, columns)
+    return TABLE_2_COLUMNS, rows
 
 
-def significance_markdown(comparisons: list[evaluation.Comparison]) -> str:
-    rows = [
-        {
-            "method": c.method,
-            "baseline": c.baseline,
-            "direction": c.direction.replace("_", " "),
-            "Δ mean RR": f"{c.mean_rr_difference:+.3f}",
-            "Wilcoxon p (queries)": f"{c.wilcoxon_p:.1e}",
-            "paired t p (folds)": f"{c.fold_t_p:.1e}",
-        }
+def significance_rows(comparisons: list[evaluation.Comparison]) -> list[list[str]]:
+    return [
+        [
+            c.method,
+            c.baseline,
+            c.direction.replace("_", " "),
+            f"{c.mean_rr_difference:+.3f}",
+            f"{c.wilcoxon_p:.1e}",
+            f"{c.fold_t_p:.1e}",
+        ]
         for c in comparisons
     ]
-    columns = [
-        "method",
-        "baseline",
-        "direction",
-        "Δ mean RR",
-        "Wilcoxon p (queries)",
-        "paired t p (folds)",
-    ]
-    return markdown_table(rows, columns)
+
+
+def _markdown(columns: list[str], rows: list[list[str]]) -> str:
+    return markdown_table([dict(zip(columns, r, strict=True)) for r in rows], columns)
 
 
 def evaluation_inputs(
@@ -93,6 +96,7 @@ def evaluation_inputs(
 @dg.asset(
     group_name="evaluation",
     code_version=EVALUATION_VERSION,
+    automation_condition=AUTOMATION,
     kinds={"python", "parquet"},
     owners=["team:formula-assets"],
 )
@@ -114,16 +118,16 @@ def retrieval_scores(
     result = evaluation.evaluate(inputs, models)
     scores = result.scores
     summary = table_2(scores)
+    significance = significance_rows(evaluation.significance(result))
     bars = figures.recall_bars_figure(summary, DIRECTIONS)
     profiles = sorted({str(m.config.get("profile")) for m in models.values()})
     return dg.Output(
         scores,
         data_version=dg.DataVersion(table_content_hash(scores)),
         metadata={
-            "table_2": dg.MetadataValue.md(table_2_markdown(scores)),
-            "significance": dg.MetadataValue.md(
-                significance_markdown(evaluation.significance(result))
-            ),
+            "table_2": dg.MetadataValue.md(_markdown(*table_2_rows(scores))),
+            "significance": dg.MetadataValue.md(_markdown(SIGNIFICANCE_COLUMNS, significance)),
+            "significance_rows": dg.MetadataValue.json(significance),
             "ensemble_weights": dg.MetadataValue.json(
                 {str(k): v for k, v in result.ensemble_weights.items()}
             ),

@@ -8,16 +8,50 @@ import pyarrow as pa
 from pydantic import Field
 
 from formula_assets import settings
+from formula_assets.defs.automation import AUTOMATION
 from formula_assets.defs.metadata import preview
 from formula_assets.defs.outcomes import check_result
 from formula_assets.defs.resources import WikidataResource
 from formula_assets.hashing import table_content_hash
-from formula_assets.quality import has_concepts, mathml_present, row_count_floor, unique_qids
+from formula_assets.quality import (
+    has_concepts,
+    mathml_present,
+    row_count_floor,
+    shrinkage_problem,
+    unique_qids,
+)
 from formula_assets.versioning import code_version
-from formula_assets.wikidata import dump, records, snapshot, sources, sparql
+from formula_assets.wikidata import dump, probe, records, snapshot, sources, sparql
 from formula_assets.wikidata.records import VOLATILE_COLUMNS, records_to_table
 
 INGEST_VERSION = code_version(records, snapshot, sparql, dump, sources, snapshot.snapshot_path())
+
+
+@dg.observable_source_asset(
+    group_name="ingest",
+    required_resource_keys={"wikidata"},
+    description="A cheap fingerprint of the formula source (for SPARQL: the number of items "
+    "with a defining formula and their latest modification); a new value means new data.",
+    tags={"source": "wikidata"},
+)
+def wikidata_probe(context) -> dg.ObserveResult:
+    wikidata: WikidataResource = context.resources.wikidata
+    source = settings.source(wikidata.source)
+    found = probe.fingerprint(
+        source,
+        sparql_config=wikidata.sparql_config() if source == "sparql" else None,
+        dump_path=wikidata.dump_path,
+    )
+    items = found.metadata.get("items")
+    if isinstance(items, int):
+        last = _last_count(context, context.asset_key, "items")
+        problem = shrinkage_problem(items, last, settings.min_fraction())
+        if problem:
+            raise dg.Failure(
+                f"the change probe looks wrong, keeping the last fingerprint: {problem}"
+            )
+    context.log.info(f"wikidata_probe: {found.version}")
+    return dg.ObserveResult(data_version=dg.DataVersion(found.version), metadata=found.metadata)
 
 
 class WikidataFormulaeConfig(dg.Config):
@@ -30,10 +64,34 @@ class WikidataFormulaeConfig(dg.Config):
         description="Keep a stable subset of this many items (demos, fast checks). "
         "Default: FORMULA_ASSETS_SAMPLE, else all.",
     )
+    force: bool = Field(
+        default=False,
+        description="Accept an empty or drastically smaller pull (see min_fraction).",
+    )
+    min_fraction: float | None = Field(
+        default=None,
+        description="Refuse pulls below this share of the last good row count. "
+        "Default: FORMULA_ASSETS_MIN_FRACTION, else 0.5.",
+    )
+
+
+def _last_count(context, key: dg.AssetKey, name: str) -> int | None:
+    """A count recorded by the last successful materialization or observation of `key`."""
+    event = context.instance.get_latest_materialization_event(key)
+    record = event.asset_materialization if event else None
+    if record is None:
+        observations = context.instance.fetch_observations(key, limit=1).records
+        record = observations[0].asset_observation if observations else None
+    if record is None or name not in record.metadata:
+        return None
+    value = record.metadata[name].value
+    return int(value) if isinstance(value, int | float) else None
 
 
 @dg.asset(
     group_name="ingest",
+    deps=[wikidata_probe],
+    automation_condition=AUTOMATION,
     code_version=INGEST_VERSION,
     kinds={"python", "parquet"},
     owners=["team:formula-assets"],
@@ -45,7 +103,7 @@ def wikidata_formulae(
     wikidata: WikidataResource,
 ) -> dg.Output[pa.Table]:
     """Wikidata items with a defining formula (P2534) and the concepts their symbols stand for."""
-    source = settings.source(config.source)
+    source = settings.source(config.source or wikidata.source)
     context.log.info(f"reading formula items from the {source} source")
     started = time.perf_counter()
     rows = sources.load_records(
@@ -58,6 +116,17 @@ def wikidata_formulae(
     if size is not None and size < len(rows):
         context.log.info(f"keeping a stable sample of {size:,} of {len(rows):,} items")
         rows = sources.sample_records(rows, size)
+    last = _last_count(context, context.asset_key, "dagster/row_count")
+    if last is not None and size is not None:
+        last = min(last, size)
+    problem = shrinkage_problem(len(rows), last, settings.min_fraction(config.min_fraction))
+    if problem and not config.force:
+        raise dg.Failure(
+            f"refusing to replace the last good wikidata_formulae: {problem}. The stored data is "
+            "unchanged; if the source really shrank, run again with config `force: true`."
+        )
+    if problem:
+        context.log.warning(f"forced: {problem}")
     table = records_to_table(rows)
     notes = Counter(n.split(":")[0] for r in rows for n in r.notes)
     return dg.Output(

@@ -19,6 +19,9 @@ if TYPE_CHECKING:
 class WikidataResource(dg.ConfigurableResource):
     """Where live formulae come from; unset fields fall back to FORMULA_ASSETS_* variables."""
 
+    source: str | None = Field(
+        default=None, description="snapshot | sparql | dump; default FORMULA_ASSETS_SOURCE."
+    )
     sparql_endpoint: str | None = Field(
         default=None, description="SPARQL endpoint; default FORMULA_ASSETS_SPARQL_ENDPOINT or WDQS."
     )

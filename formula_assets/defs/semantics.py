@@ -5,11 +5,12 @@ import pyarrow as pa
 from pydantic import Field
 
 from formula_assets import annotations, embedding, embedding_cache, embedding_tables, settings
+from formula_assets.defs.automation import AUTOMATION
 from formula_assets.defs.metadata import preview
 from formula_assets.defs.outcomes import check_result
 from formula_assets.defs.resources import SentenceEmbedderResource
 from formula_assets.embedding import DEFAULT_MODEL_NAME, ProgressLog
-from formula_assets.embedding_tables import opt_text_vectors, semantic_vectors
+from formula_assets.embedding_tables import opt_text_vectors, semantic_vectors, with_model
 from formula_assets.hashing import table_content_hash
 from formula_assets.quality import vectors_valid, with_expected_dimension
 from formula_assets.versioning import code_version
@@ -43,6 +44,7 @@ class SemanticEmbeddingConfig(EmbeddingConfig):
 @dg.asset(
     group_name="semantics",
     code_version=ANNOTATION_VERSION,
+    automation_condition=AUTOMATION,
     kinds={"python", "parquet"},
     owners=OWNERS,
 )
@@ -82,6 +84,7 @@ def _embedding_metadata(embedder, stats, table: pa.Table) -> dict:
 @dg.asset(
     group_name="semantics",
     code_version=SEMANTIC_VERSION,
+    automation_condition=AUTOMATION,
     kinds={"pytorch", "parquet"},
     owners=OWNERS,
 )
@@ -104,6 +107,7 @@ def semantic_embeddings(
     if skipped:
         context.log.warning(f"{len(skipped)} formulae have no annotation text: {skipped[:10]}")
     table = with_expected_dimension(table, embedder.dimension)
+    table = with_model(table, embedder.spec.name, embedder.spec.identity)
     context.log.info(
         f"{stats.embedded:,} texts embedded, {stats.cached:,} from cache, {stats.seconds:.1f} s"
     )
@@ -121,6 +125,7 @@ def semantic_embeddings(
 @dg.asset(
     group_name="semantics",
     code_version=EMBEDDING_VERSION,
+    automation_condition=AUTOMATION,
     kinds={"pytorch", "parquet"},
     owners=OWNERS,
 )
@@ -137,6 +142,7 @@ def opt_text_embeddings(
         opt_graphs, embedder, cache, ProgressLog(context.log.info, "embedding linearised OPTs")
     )
     table = with_expected_dimension(table, embedder.dimension)
+    table = with_model(table, embedder.spec.name, embedder.spec.identity)
     return dg.Output(
         table,
         data_version=dg.DataVersion(table_content_hash(table)),

@@ -5,6 +5,7 @@ import pyarrow as pa
 from pydantic import Field
 
 from formula_assets import graph_batch, graph_encoder, structural
+from formula_assets.defs.automation import AUTOMATION
 from formula_assets.defs.outcomes import check_result
 from formula_assets.embedding_tables import embedding_table
 from formula_assets.hashing import table_content_hash
@@ -27,6 +28,7 @@ class StructuralConfig(dg.Config):
 @dg.asset(
     group_name="syntax",
     code_version=STRUCTURAL_VERSION,
+    automation_condition=AUTOMATION,
     kinds={"scikitlearn", "parquet"},
     owners=["team:formula-assets"],
 )

@@ -8,6 +8,7 @@ import dagster as dg
 import pyarrow as pa
 
 from formula_assets import mathml, opt
+from formula_assets.defs.automation import AUTOMATION
 from formula_assets.defs.metadata import markdown_table, preview
 from formula_assets.defs.outcomes import check_result
 from formula_assets.hashing import table_content_hash
@@ -24,6 +25,7 @@ TOP_TOKENS = 25
     outs={
         "opt_graphs": dg.AssetOut(
             code_version=PARSE_VERSION,
+            automation_condition=AUTOMATION,
             description="Operator tree (OPT) of every formula that parses: nodes in preorder, "
             "typed symbol/operator/function, edges with role and child position.",
             kinds={"python", "parquet"},
@@ -31,6 +33,7 @@ TOP_TOKENS = 25
         ),
         "rejected_formulae": dg.AssetOut(
             code_version=PARSE_VERSION,
+            automation_condition=AUTOMATION,
             description="Formulae that failed parsing, with the stage, the reason and an excerpt.",
             kinds={"python", "parquet"},
             owners=["team:formula-assets"],

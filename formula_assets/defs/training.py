@@ -7,6 +7,7 @@ import pyarrow as pa
 from pydantic import Field
 
 from formula_assets import folds, graph_batch, graph_encoder, profiles
+from formula_assets.defs.automation import AUTOMATION
 from formula_assets.defs.outcomes import check_result
 from formula_assets.figures import line_figure
 from formula_assets.hashing import bytes_hash, table_content_hash
@@ -46,7 +47,11 @@ class TrainingConfig(dg.Config):
 
 
 @dg.asset(
-    group_name="training", code_version=FOLDS_VERSION, kinds={"python", "parquet"}, owners=OWNERS
+    group_name="training",
+    code_version=FOLDS_VERSION,
+    automation_condition=AUTOMATION,
+    kinds={"python", "parquet"},
+    owners=OWNERS,
 )
 def cv_folds(wikidata_formulae: pa.Table):
     """Fold 1–5 per formula: the paper's published fold where known, else a hash of the QID."""
@@ -99,6 +104,7 @@ def _curve(history: list[dict[str, float]]) -> str:
     partitions_def=FOLD_MODEL_PARTITIONS,
     io_manager_key="model_io_manager",
     code_version=TRAINING_VERSION,
+    automation_condition=AUTOMATION,
     kinds={"pytorch", "safetensors"},
     owners=OWNERS,
     pool="training",

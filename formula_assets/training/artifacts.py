@@ -2,15 +2,17 @@
 
 Loading never unpickles: weights are safetensors, everything else is JSON or Parquet.
 
-A model directory is versioned: each save writes a new `v-…` folder completely, then swaps a
-one-line `CURRENT` pointer atomically. A crash mid-save leaves the previous version current;
-readers always see a complete one. Older versions beyond the last two are removed.
+A model directory is versioned: each save writes a new `v-…` folder (config.json last, as the
+mark of a complete version), then swaps a one-line `CURRENT` pointer atomically. A crash
+mid-save leaves the previous version current; readers always get a complete one. Older
+versions beyond the last two are removed, and so is the debris of saves whose process died.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import os
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -92,33 +94,57 @@ def weights_bytes(model: TrainedModel) -> bytes:
 
 def save_model(model: TrainedModel, directory: UPath) -> UPath:
     """Write a new version of the model under `directory` and make it current."""
-    version = f"v-{time.time_ns():020d}-{uuid.uuid4().hex[:8]}"
+    version = f"v-{time.time_ns():020d}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
     target = directory / version
     lake.write_bytes_atomic(weights_bytes(model), target / WEIGHTS)
-    config = {**model.config, "method": model.method, "fold": model.fold}
-    lake.write_bytes_atomic(_json(config), target / CONFIG)
     lake.write_bytes_atomic(_json(model.history), target / HISTORY)
     if model.embeddings is not None:
         lake.write_parquet_atomic(model.embeddings, target / EMBEDDINGS)
+    config = {**model.config, "method": model.method, "fold": model.fold}
+    lake.write_bytes_atomic(_json(config), target / CONFIG)  # last: marks the version complete
     lake.write_bytes_atomic(version.encode(), directory / POINTER)
     _prune(directory, keep=version)
     return target
 
 
+def _complete(version: UPath) -> bool:
+    """`config.json` is written last, so its presence means every file is in place."""
+    return (version / CONFIG).exists()
+
+
+def _writer_gone(version: UPath) -> bool:
+    """An incomplete version may still be written by a live process; only a dead one's goes."""
+    parts = version.name.split("-")
+    return len(parts) >= 4 and parts[2].isdigit() and not lake.pid_alive(int(parts[2]))
+
+
 def _prune(directory: UPath, keep: str) -> None:
+    """Keep the newest complete versions and whatever the pointer names; drop the rest,
+    and drop the debris of saves whose process died."""
     versions = sorted(p for p in directory.iterdir() if p.name.startswith("v-"))
-    for old in versions[:-KEEP_VERSIONS]:
-        if old.name == keep:
+    complete = [v for v in versions if _complete(v)]
+    pointer = directory / POINTER
+    current = pointer.read_text().strip() if pointer.exists() else keep
+    keep_names = {keep, current, *(v.name for v in complete[-KEEP_VERSIONS:])}
+    for old in versions:
+        if old.name in keep_names or (not _complete(old) and not _writer_gone(old)):
             continue
         with contextlib.suppress(OSError):
             old.fs.rm(old.path, recursive=True)
 
 
 def current_version(directory: UPath) -> UPath:
+    """The version the pointer names; if a concurrent save pruned it, the newest complete one."""
     pointer = directory / POINTER
     if not pointer.exists():
         raise FileNotFoundError(f"no trained model at {directory}")
-    return directory / pointer.read_text().strip()
+    named = directory / pointer.read_text().strip()
+    if _complete(named):
+        return named
+    complete = sorted(v for v in directory.iterdir() if v.name.startswith("v-") and _complete(v))
+    if not complete:
+        raise FileNotFoundError(f"no complete trained model at {directory}")
+    return complete[-1]
 
 
 def load_model(directory: UPath) -> TrainedModel:

@@ -9,6 +9,7 @@ from datetime import datetime
 
 import pyarrow as pa
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
 _QID = re.compile(r"^Q[1-9][0-9]{0,11}$")
 _ENTITY_URI = re.compile(r"^https?://www\.wikidata\.org/entity/(Q[1-9][0-9]{0,11})$")
 
@@ -86,28 +87,40 @@ FORMULA_SCHEMA = pa.schema(
 VOLATILE_COLUMNS = ("retrieved_at",)
 
 
+def valid_text(value: str | None) -> str | None:
+    """Text Parquet can store: lone surrogates (undecodable input) become U+FFFD."""
+    if value is None:
+        return None
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return _SURROGATE.sub("\ufffd", value)
+    return value
+
+
 def records_to_table(records: Iterable[FormulaRecord]) -> pa.Table:
     """Rows sorted by numeric QID, so the same content always gives the same table."""
     rows = sorted(records, key=lambda r: int(r.qid[1:]))
     columns: dict[str, list] = {name: [] for name in FORMULA_SCHEMA.names}
+    t = valid_text
     for r in rows:
         columns["qid"].append(r.qid)
-        columns["label"].append(r.label)
-        columns["description"].append(r.description)
-        columns["mathml"].append(r.mathml)
-        columns["tex"].append(r.tex)
+        columns["label"].append(t(r.label))
+        columns["description"].append(t(r.description))
+        columns["mathml"].append(t(r.mathml))
+        columns["tex"].append(t(r.tex))
         columns["concepts"].append(
             [
                 {
                     "qid": c.qid,
-                    "label": c.label,
-                    "description": c.description,
-                    "symbol_mathml": c.symbol_mathml,
+                    "label": t(c.label),
+                    "description": t(c.description),
+                    "symbol_mathml": t(c.symbol_mathml),
                 }
                 for c in r.concepts
             ]
         )
-        columns["unassigned_descriptions"].append(list(r.unassigned_descriptions))
+        columns["unassigned_descriptions"].append([t(d) for d in r.unassigned_descriptions])
         columns["enwiki"].append(r.enwiki)
         columns["paper_fold"].append(r.paper_fold)
         columns["source"].append(r.source)

@@ -59,6 +59,15 @@ LIST_QUERY = (
 )
 LIST_VARIABLES = ("item",)
 
+# The change probe: cheap enough to run often (one aggregate over the P2534 items).
+PROBE_QUERY = (
+    PREFIXES
+    + """SELECT (COUNT(DISTINCT ?item) AS ?items) (MAX(?modified) AS ?latest) WHERE {
+  ?item wdt:P2534 ?formula ; schema:dateModified ?modified .
+}"""
+)
+PROBE_VARIABLES = ("items",)
+
 _DETAIL_TEMPLATE = (
     PREFIXES
     + """SELECT ?item ?itemLabel ?itemDescription ?formula ?enwiki
@@ -491,3 +500,28 @@ def sparql_records(
             lost = f" ({gone:,} lost their formula since listing)" if gone else ""
             log(f"SPARQL page {number}/{len(pages)}: {len(page):,} items, {len(rows):,} rows{lost}")
     return records
+
+
+@dataclass(frozen=True)
+class ProbeResult:
+    items: int
+    latest_modified: str | None
+
+
+def sparql_probe(
+    config: SparqlConfig,
+    sleep: Callable[[float], None] = time.sleep,
+    now: Callable[[], datetime] | None = None,
+) -> ProbeResult:
+    """How many items have a defining formula, and when the latest of them changed."""
+    client = _Client(config, sleep, now or (lambda: datetime.now(UTC)))
+    what = "probing for changes"
+    rows = client.select(PROBE_QUERY, what, PROBE_VARIABLES)
+    if len(rows) != 1:
+        raise SparqlError(f"{client.where(what)} answered {len(rows)} rows, expected one")
+    raw = _text(rows[0], "items")
+    try:
+        items = int(raw or "")
+    except ValueError:
+        raise SparqlError(f"{client.where(what)} sent a non-numeric count: {raw!r}") from None
+    return ProbeResult(items, _text(rows[0], "latest"))

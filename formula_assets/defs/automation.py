@@ -1,0 +1,76 @@
+"""Declarative automation: new upstream data flows down on its own, and only new data.
+
+Dagster's `eager` requests a whole chain in one tick — children are requested because their
+parent *will be* rebuilt — even when the rebuilt parent turns out identical. Here a child is
+requested only when a parent's data version actually changed (or its own code version did),
+so the content-hash data versions stop a cascade under automation as they do under
+`formula-assets refresh`. Like `eager`, nothing is requested while a parent is missing or in
+progress; unlike it, assets already missing at the sensor's first evaluation are requested
+too (with their missing parents: the sensor emits a backfill, which runs parents first).
+
+A weekly schedule observes the Wikidata probe; a changed fingerprint updates
+`wikidata_formulae` and the change flows down level by level. With the snapshot source the
+fingerprint never changes.
+
+FORMULA_ASSETS_AUTOMATION=off starts the sensor and schedule stopped (e.g. for a UI session
+where runs should start only by hand).
+"""
+
+import os
+
+import dagster as dg
+
+AUTOMATION_ENV = "FORMULA_ASSETS_AUTOMATION"
+
+_AC = dg.AutomationCondition
+_TRIGGER = (
+    _AC.newly_missing()
+    | _AC.code_version_changed()
+    | _AC.any_deps_match(_AC.data_version_changed()).with_label("any_dep_data_changed")
+)
+AUTOMATION = (
+    _AC.in_latest_time_window()
+    & _TRIGGER.since_last_handled()
+    & ~_AC.any_deps_missing()
+    & ~_AC.any_deps_in_progress()
+    & ~_AC.in_progress()
+).with_label("on_new_data") | (
+    _AC.initial_evaluation() & _AC.missing() & ~_AC.any_deps_missing()
+).with_label("missing_at_start")
+
+
+def default_status() -> dg.DefaultSensorStatus:
+    off = os.environ.get(AUTOMATION_ENV, "").strip().lower() in ("off", "0", "false", "no")
+    return dg.DefaultSensorStatus.STOPPED if off else dg.DefaultSensorStatus.RUNNING
+
+
+def default_schedule_status() -> dg.DefaultScheduleStatus:
+    running = default_status() == dg.DefaultSensorStatus.RUNNING
+    return dg.DefaultScheduleStatus.RUNNING if running else dg.DefaultScheduleStatus.STOPPED
+
+
+def automation_sensor() -> dg.AutomationConditionSensorDefinition:
+    return dg.AutomationConditionSensorDefinition(
+        "formula_assets_automation",
+        target=dg.AssetSelection.all(),
+        default_status=default_status(),
+        minimum_interval_seconds=60,
+        description="Evaluates every asset's automation condition (eager, plus missing assets "
+        "on the first evaluation).",
+    )
+
+
+def weekly_probe_schedule(probe: dg.SourceAsset) -> dg.ScheduleDefinition:
+    job = dg.define_asset_job(
+        "observe_wikidata",
+        selection=dg.AssetSelection.assets(probe.key),
+        description="Observe the Wikidata change probe.",
+    )
+    return dg.ScheduleDefinition(
+        name="weekly_wikidata_probe",
+        job=job,
+        cron_schedule="0 4 * * 1",
+        execution_timezone="UTC",
+        default_status=default_schedule_status(),
+        description="Mondays 04:00 UTC: observe Wikidata; a new fingerprint triggers a rebuild.",
+    )

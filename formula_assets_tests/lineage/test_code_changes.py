@@ -1,0 +1,102 @@
+"""A change in one module rebuilds exactly what depends on it — seen through the real CLI.
+
+Each test runs `formula-assets` against a copy of a fully materialized instance and lake,
+with a copy of the package whose source was edited first on PYTHONPATH.
+"""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from formula_assets_tests.pipeline import ROOT, copy_pipeline, edited_package, ran, with_package
+
+DOWNSTREAM_OF_OPT = {"correspondence_metrics", "fold_models×10", "retrieval_scores", "report"}
+RENAME_POWER = {"mathml.py": lambda s: s.replace('"msup": ("power",', '"msup": ("superscript",')}
+DROP_ITEM_DESCRIPTION = {
+    "annotations.py": lambda s: s.replace(
+        'candidates: list[object] = [row.get("label"), row.get("description")]',
+        'candidates: list[object] = [row.get("label")]',
+    )
+}
+COMMENT_ONLY = {"mathml.py": lambda s: s + "\n# a comment changes the code version, not the data\n"}
+
+
+def code_versions(package: Path | None = None, cwd: Path = ROOT) -> dict[str, str]:
+    script = (
+        "import json; from formula_assets.definitions import defs; g = defs.resolve_asset_graph();"
+        "print(json.dumps({k.to_user_string(): g.get(k).code_version"
+        " for k in g.materializable_asset_keys}))"
+    )
+    env = {"PYTHONPATH": str(package)} if package else {}
+    completed = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=cwd,  # not the checkout when a copy is meant: `python -c` puts the cwd first
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    )
+    return json.loads(completed.stdout.strip().splitlines()[-1])
+
+
+def changed(before: dict[str, str], after: dict[str, str]) -> set[str]:
+    return {k for k in before if before[k] != after[k]}
+
+
+def test_code_versions_follow_the_source(tmp_path: Path) -> None:
+    original = code_versions()
+    assert all(original.values())
+    parser = code_versions(edited_package(tmp_path / "a", RENAME_POWER), tmp_path)
+    assert changed(original, parser) == {"opt_graphs", "rejected_formulae"}
+    annotations = code_versions(edited_package(tmp_path / "b", DROP_ITEM_DESCRIPTION), tmp_path)
+    assert changed(original, annotations) == {"concept_annotations", "semantic_embeddings"}
+
+
+@pytest.mark.slow
+def test_parser_change_rebuilds_only_its_downstream(materialized, tmp_path: Path) -> None:
+    run = with_package(
+        copy_pipeline(materialized[0], tmp_path), edited_package(tmp_path, RENAME_POWER)
+    )
+    stale = run.run("stale")
+    assert stale.returncode == 0
+    listed = {line.split("\t")[0] for line in stale.stdout.splitlines()}
+    assert listed == {"opt_graphs", "rejected_formulae"}
+    assert "has a new code version" in stale.stdout
+    refresh = run.run("refresh")
+    assert refresh.returncode == 0, refresh.stderr[-2000:]
+    assert ran(refresh.stdout) == {
+        "opt_graphs", "rejected_formulae", "structural_embeddings", "opt_text_embeddings",
+        *DOWNSTREAM_OF_OPT,
+    }  # fmt: skip
+    assert run.run("stale").stdout.strip() == ""
+    assert ran(run.run("refresh").stdout) == set()
+
+
+@pytest.mark.slow
+def test_annotation_change_rebuilds_only_the_semantic_side(materialized, tmp_path: Path) -> None:
+    run = copy_pipeline(materialized[0], tmp_path)
+    run = with_package(run, edited_package(tmp_path, DROP_ITEM_DESCRIPTION))
+    stale = run.run("stale")
+    listed = {line.split("\t")[0] for line in stale.stdout.splitlines()}
+    assert listed == {"concept_annotations", "semantic_embeddings"}
+    refresh = run.run("refresh")
+    assert refresh.returncode == 0, refresh.stderr[-2000:]
+    assert ran(refresh.stdout) == {"concept_annotations", "semantic_embeddings", *DOWNSTREAM_OF_OPT}
+    assert "opt_graphs" not in ran(refresh.stdout)
+    assert run.run("stale").stdout.strip() == ""
+
+
+@pytest.mark.slow
+def test_a_change_that_keeps_the_data_stops_the_cascade(materialized, tmp_path: Path) -> None:
+    run = with_package(
+        copy_pipeline(materialized[0], tmp_path), edited_package(tmp_path, COMMENT_ONLY)
+    )
+    refresh = run.run("refresh")
+    assert refresh.returncode == 0, refresh.stderr[-2000:]
+    assert ran(refresh.stdout) == {"opt_graphs", "rejected_formulae"}
+    assert run.run("stale").stdout.strip() == ""
