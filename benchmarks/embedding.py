@@ -12,18 +12,24 @@ import time
 from upath import UPath
 
 from benchmarks.common import print_table, write_result
+from benchmarks.synthetic import synthetic_records
 from formula_assets.annotations import build_annotations
 from formula_assets.embedding import TextEmbedder, resolve_model
 from formula_assets.embedding_cache import EmbeddingCache, embed_texts
 from formula_assets.wikidata import records_to_table
 from formula_assets.wikidata.snapshot import snapshot_records
 
+NEW_ITEMS = 50
+
+
+def _texts(records) -> list[str]:
+    annotations = build_annotations(records_to_table(records).to_pylist())
+    return [t for texts in annotations.column("texts").to_pylist() for t in texts]
+
 
 def run(limit: int | None = None, cache_runs: int = 5) -> dict:
-    formulae = records_to_table(list(snapshot_records()))
-    texts = [
-        t for ts in build_annotations(formulae.to_pylist()).column("texts").to_pylist() for t in ts
-    ]
+    formulae = list(snapshot_records())
+    texts = _texts(formulae)
     distinct = list(dict.fromkeys(texts))[:limit]
     embedder = TextEmbedder(resolve_model(None, "benchmark"))
     started = time.perf_counter()
@@ -37,6 +43,12 @@ def run(limit: int | None = None, cache_runs: int = 5) -> dict:
             _, stats = embed_texts(distinct, embedder, cache)
             assert stats.embedded == 0
             warm.append(stats.seconds)
+        # k new items (recombined formulae with new labels): only their new texts are embedded.
+        records, _ = synthetic_records(2)
+        new_items = records[len(formulae) : len(formulae) + NEW_ITEMS]
+        new_texts = _texts(new_items)
+        unseen = len(set(new_texts) - set(distinct))
+        _, grown = embed_texts(distinct + new_texts, embedder, cache)
     warm_s = sorted(warm)[len(warm) // 2]
     result = {
         "texts": len(distinct),
@@ -48,6 +60,11 @@ def run(limit: int | None = None, cache_runs: int = 5) -> dict:
         "cache_texts_per_s": round(len(distinct) / warm_s),
         "speedup": round(cold.seconds / warm_s, 1),
         "target_speedup": 50,
+        "new_items": NEW_ITEMS,
+        "new_items_unseen_texts": unseen,
+        "new_items_embedded": grown.embedded,
+        "new_items_from_cache": grown.cached,
+        "new_items_s": round(grown.seconds, 2),
     }
     print_table(
         "Embedding throughput (distinct snapshot annotation texts, CPU)",
@@ -62,6 +79,10 @@ def run(limit: int | None = None, cache_runs: int = 5) -> dict:
                 f"{result['speedup']}×",
             ]
         ],
+    )
+    print(
+        f"after {NEW_ITEMS} new items: {grown.embedded} texts embedded ({unseen} unseen), "
+        f"{grown.cached:,} from the cache, {grown.seconds:.2f} s"
     )
     print(f"written {write_result('embedding', result)}")
     return result

@@ -10,6 +10,7 @@ MRR ≥ .50 in both directions; all training ≤ 10 minutes.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import multiprocessing
 import os
 import time
@@ -36,22 +37,25 @@ def _tables() -> dict:
     return {name: lake.read_parquet(root / f"{name}.parquet") for name in names}
 
 
-def _train(job: tuple[str, int, str]):
-    method, fold, profile = job
-    os.environ["OMP_NUM_THREADS"] = "1"
+def _train(job: tuple[str, int, str, int]):
+    method, fold, profile, threads = job
+    os.environ["OMP_NUM_THREADS"] = str(threads)
     t = _tables()
     data = alignment_data(
         t["cv_folds"], t["opt_graphs"], t["semantic_embeddings"], t["opt_text_embeddings"]
     )
     started = time.perf_counter()
-    model = train_fold(method, fold, data, get_profile(profile))
+    chosen = dataclasses.replace(get_profile(profile), torch_threads=threads)
+    model = train_fold(method, fold, data, chosen)
     return model, time.perf_counter() - started
 
 
-def run(profile: str = "default", workers: int = 2) -> dict:
+def run(profile: str = "default", workers: int = 2, threads: int = 1) -> dict:
+    """`workers` processes with `threads` torch threads each (2 × 1: parallel; 1 × 2: serial)."""
     from formula_assets.defs.evaluation import evaluation_inputs
 
-    jobs = [(m, f, profile) for f in FOLDS for m in METHODS]
+    # Longest first, so the pool's processes finish together.
+    jobs = [(m, f, profile, threads) for m in METHODS for f in FOLDS]
     started = time.perf_counter()
     with multiprocessing.get_context("spawn").Pool(workers) as pool:
         trained = pool.map(_train, jobs, chunksize=1)
@@ -67,7 +71,7 @@ def run(profile: str = "default", workers: int = 2) -> dict:
     )
     summary = table_2(evaluate(inputs, models).scores)
     per_method = {}
-    for (method, _, _), (model, seconds) in zip(jobs, trained, strict=True):
+    for (method, _, _, _), (model, seconds) in zip(jobs, trained, strict=True):
         entry = per_method.setdefault(method, {"fold_seconds": [], "epoch_seconds": []})
         entry["fold_seconds"].append(round(seconds, 1))
         entry["epoch_seconds"].append(
@@ -104,18 +108,22 @@ def run(profile: str = "default", workers: int = 2) -> dict:
         ),
         "training_within_10_minutes": wall <= 600,
     }
-    print(f"training wall time, {len(jobs)} models in {workers} processes: {wall:.1f} s")
+    print(
+        f"training wall time, {len(jobs)} models in {workers} process(es) × {threads} "
+        f"thread(s): {wall:.1f} s"
+    )
     print("targets:", targets)
     result = {
         "profile": profile,
         "workers": workers,
+        "threads_per_worker": threads,
         "training_wall_s": round(wall, 1),
         "per_method": per_method,
         "table_2": summary,
         "best_method": {d: best[d]["method"] for d in DIRECTIONS},
         "targets_met": targets,
     }
-    print(f"written {write_result(f'training_{profile}', result)}")
+    print(f"written {write_result(f'training_{profile}_{workers}x{threads}', result)}")
     return result
 
 
@@ -123,5 +131,6 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--profile", default="default")
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--threads", type=int, default=1, help="torch threads per worker")
     args = parser.parse_args()
-    run(args.profile, args.workers)
+    run(args.profile, args.workers, args.threads)

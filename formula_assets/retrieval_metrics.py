@@ -57,19 +57,23 @@ def gold_ranks(
     candidates: np.ndarray,
     score: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None,
     chunk: int = CHUNK,
+    gold: np.ndarray | None = None,
 ) -> GoldRanks:
     """Ranks of each query's gold among all candidates, `chunk` queries at a time.
 
-    `score(q, c)` defaults to the dot product (cosine for unit vectors).
+    The gold of query i is candidate `gold[i]` (default: candidate i). Memory is bounded by
+    `chunk` × candidates whatever the number of queries. `score(q, c)` defaults to the dot
+    product (cosine for unit vectors).
     """
     score = score or (lambda q, c: q @ c.T)
     n = len(queries)
+    gold_index = np.arange(n) if gold is None else np.asarray(gold)
     higher = np.empty(n, dtype=np.int64)
     ties = np.empty(n, dtype=np.int64)
     for start in range(0, n, chunk):
         stop = min(start + chunk, n)
         block = np.asarray(score(queries[start:stop], candidates), dtype=np.float64)
-        gold = block[np.arange(stop - start), np.arange(start, stop)][:, None]
+        gold = block[np.arange(stop - start), gold_index[start:stop]][:, None]
         higher[start:stop] = (block > gold).sum(axis=1)
         ties[start:stop] = (block == gold).sum(axis=1) - 1
     return GoldRanks(higher, ties)

@@ -24,3 +24,13 @@ def test_no_overlap_means_ties_not_a_free_hit() -> None:
     assert np.all(scores == 0)
     ranks = gold_ranks_from_scores(scores)
     assert ranks.recall_at(1).tolist() == [1 / 3] * 3  # not 1.0: the gold does not win ties
+
+
+def test_vectorised_scores_equal_rank_bm25() -> None:
+    from formula_assets.bm25 import reference_scores
+    from formula_assets.wikidata.snapshot import read_snapshot_items
+
+    items = read_snapshot_items()[:150]
+    documents = [" ".join(filter(None, [i["itemLabel"], i["itemDescription"]])) for i in items]
+    queries = [" ".join(i["conceptLabels"]) or "x" for i in items] + ["energy energy", "??"]
+    assert np.allclose(bm25_scores(queries, documents), reference_scores(queries, documents))

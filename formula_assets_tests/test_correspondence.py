@@ -86,3 +86,12 @@ def test_bad_inputs() -> None:
 def test_deterministic_for_a_seed() -> None:
     x, y = data(seed=3), data(seed=4)
     assert correspondence(x, y, FAST).metrics == correspondence(x, y, FAST).metrics
+
+
+def test_recall_is_sampled_above_the_query_cap() -> None:
+    x = data(400)
+    capped = CorrespondenceSettings(permutations=20, rsa_permutations=9, recall_max_queries=50)
+    result = correspondence(x, x.copy(), capped)
+    assert result.metrics["recall_at_1"] == pytest.approx(1.0)
+    assert result.details["recall_at_1"]["queries"] == 50
+    assert result.details["recall_at_1"]["standard_error"] == pytest.approx(0.0)

@@ -9,7 +9,12 @@ from importlinter.cli import lint_imports
 import formula_assets
 
 ROOT = Path(__file__).resolve().parent.parent
-DAGSTER_LAYER = {"formula_assets.defs", "formula_assets.definitions", "formula_assets.cli"}
+DAGSTER_LAYER = {
+    "formula_assets.cli",
+    "formula_assets.definitions",
+    "formula_assets.defs",
+    "formula_assets.deploy",
+}
 
 
 def test_import_linter_contracts_hold(monkeypatch) -> None:

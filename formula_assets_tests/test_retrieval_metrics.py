@@ -39,3 +39,12 @@ def test_chunked_matches_dense() -> None:
     chunked = gold_ranks(q, c, chunk=7)
     assert chunked.higher.tolist() == dense.higher.tolist()
     assert chunked.summary() == dense.summary()
+
+
+def test_explicit_gold_indices_for_sampled_queries() -> None:
+    rng = np.random.default_rng(4)
+    q, c = rng.normal(size=(60, 8)), rng.normal(size=(60, 8))
+    full = gold_ranks(q, c)
+    rows = np.array([3, 17, 42])
+    sampled = gold_ranks(q[rows], c, gold=rows)
+    assert sampled.higher.tolist() == full.higher[rows].tolist()

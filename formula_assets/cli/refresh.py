@@ -66,33 +66,70 @@ def _frontier(defs: dg.Definitions, entries: list[Entry]) -> list[Entry]:
     return [e for e in entries if not (set(graph.get(e.target.key).parent_keys) & pending)]
 
 
-def _execution_set(defs: dg.Definitions, keys: set[dg.AssetKey]) -> set[dg.AssetKey]:
-    """Multi-assets run as a whole: add the siblings that are computed together."""
+@dataclass(frozen=True)
+class Job:
+    """One run: some assets computed together, or one partition of one asset."""
+
+    keys: tuple[str, ...]
+    partition: str | None = None
+
+    def __str__(self) -> str:
+        names = ", ".join(self.keys)
+        return f"{names}[{self.partition}]" if self.partition is not None else names
+
+
+# Steps worth a process of their own; the rest is cheaper than starting one (~5 s).
+HEAVY = {"semantic_embeddings": 2.0, "opt_text_embeddings": 2.0, "fold_models": 1.0}
+HEAVY_PARTITIONS = {"graph_text_cl": 3.0}
+
+
+def _cost(job: Job) -> float:
+    cost = sum(HEAVY.get(k, 0.0) for k in job.keys)
+    if job.partition is not None:
+        cost *= max((w for m, w in HEAVY_PARTITIONS.items() if m in job.partition), default=1.0)
+    return cost
+
+
+def _jobs(defs: dg.Definitions, frontier: list[Entry]) -> list[Job]:
+    """Runs for a round: multi-assets stay whole; partitions run one per job."""
     graph = defs.resolve_asset_graph()
-    out = set(keys)
-    for key in keys:
-        out |= set(graph.get(key).execution_set_asset_keys)
-    return out
+    jobs: list[Job] = []
+    seen: set[dg.AssetKey] = set()
+    for entry in frontier:
+        key = entry.target.key
+        if entry.target.partition is not None:
+            jobs.append(Job((key.to_user_string(),), entry.target.partition))
+        elif key not in seen:
+            unit = {key, *graph.get(key).execution_set_asset_keys}
+            seen |= unit
+            jobs.append(Job(tuple(sorted(k.to_user_string() for k in unit))))
+    return sorted(jobs, key=_cost, reverse=True)  # longest first: the pool ends together
 
 
-def _run_partitions(
-    key: dg.AssetKey, partitions: list[str], workers: int, echo: Print
-) -> list[str]:
-    """Partitions in `workers` parallel processes; returns those that failed."""
-    from formula_assets.cli import worker
+def _run_here(defs: dg.Definitions, instance: dg.DagsterInstance, job: Job) -> bool:
+    keys = [dg.AssetKey.from_user_string(k) for k in job.keys]
+    return materialize(defs, instance, keys, job.partition)
 
-    workers = max(1, min(workers, len(partitions)))
-    jobs = [(key.to_user_string(), p) for p in partitions]
-    context = multiprocessing.get_context("spawn")
-    pool = context.Pool(workers, initializer=worker.initialize)
-    try:
-        results = list(pool.imap_unordered(worker.materialize_partition, jobs))
-    finally:
-        pool.close()  # let workers exit on their own: a terminate() looks like Ctrl-C to them
-        pool.join()
-    failed = sorted(p for p, ok in results if not ok)
-    if failed:
-        echo(f"failed partitions of {key.to_user_string()}: {', '.join(failed)}")
+
+def _run_jobs(
+    defs: dg.Definitions, instance: dg.DagsterInstance, jobs: list[Job], workers: int
+) -> list[Job]:
+    """Run the jobs; heavy ones in parallel processes (one torch thread each). Returns failures."""
+    heavy = [job for job in jobs if _cost(job) > 0] if workers > 1 else []
+    if len(heavy) <= 1:
+        heavy = []
+    failed = [job for job in jobs if job not in heavy and not _run_here(defs, instance, job)]
+    if heavy:
+        from formula_assets.cli import worker
+
+        context = multiprocessing.get_context("spawn")
+        pool = context.Pool(min(workers, len(heavy)), initializer=worker.initialize)
+        try:
+            results = list(pool.imap_unordered(worker.materialize_job, heavy))
+        finally:
+            pool.close()  # let workers exit on their own: terminate() looks like Ctrl-C to them
+            pool.join()
+        failed += [job for job, ok in results if not ok]
     return failed
 
 
@@ -136,30 +173,25 @@ def refresh(
             )
         for entry in frontier:
             attempted[entry.target] = attempted.get(entry.target, 0) + 1
-        whole = _execution_set(defs, {e.target.key for e in frontier if e.target.partition is None})
+        jobs = _jobs(defs, frontier)
+        whole = sorted(k for job in jobs if job.partition is None for k in job.keys)
         if whole:
-            names = ", ".join(sorted(k.to_user_string() for k in whole))
-            echo(f"materializing {names}")
-            stage_started = time.perf_counter()
-            if not materialize(defs, instance, sorted(whole, key=str)):
-                raise RefreshError(f"run failed for {names}; see the run log in the UI")
-            echo(f"  done in {time.perf_counter() - stage_started:.1f} s")
-            report.ran += sorted(k.to_user_string() for k in whole)
-        partitioned: dict[dg.AssetKey, list[str]] = {}
-        for entry in frontier:
-            if entry.target.partition is not None:
-                partitioned.setdefault(entry.target.key, []).append(entry.target.partition)
-        for key, partitions in partitioned.items():
-            echo(
-                f"materializing {key.to_user_string()}: {len(partitions)} partition(s) "
-                f"in {min(workers, len(partitions))} process(es)"
+            echo(f"materializing {', '.join(whole)}")
+        partitioned: dict[str, int] = {}
+        for job in jobs:
+            if job.partition is not None:
+                partitioned[job.keys[0]] = partitioned.get(job.keys[0], 0) + 1
+        for key, count in partitioned.items():
+            echo(f"materializing {key}: {count} partition(s) in {min(workers, count)} process(es)")
+        stage_started = time.perf_counter()
+        failed = _run_jobs(defs, instance, jobs, workers)
+        echo(f"  done in {time.perf_counter() - stage_started:.1f} s")
+        if failed:
+            raise RefreshError(
+                f"{len(failed)} run(s) failed: {', '.join(map(str, failed))}; "
+                "see their run logs in the UI"
             )
-            stage_started = time.perf_counter()
-            failed = _run_partitions(key, partitions, workers, echo)
-            echo(f"  done in {time.perf_counter() - stage_started:.1f} s")
-            if failed:
-                raise RefreshError(f"{len(failed)} partition(s) of {key.to_user_string()} failed")
-            report.ran += [f"{key.to_user_string()}[{p}]" for p in partitions]
+        report.ran += [str(job) for job in jobs]
     else:
         raise RefreshError(f"not fresh after {max_rounds} rounds")
     report.seconds = time.perf_counter() - started

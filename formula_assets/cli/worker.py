@@ -1,8 +1,9 @@
-"""Refresh workers: processes that each load the definitions once and materialize partitions.
+"""Refresh workers: processes that each load the definitions once and run refresh jobs.
 
-Partitions are handed out one at a time from a shared pool, so a slow partition never holds
-up the queue behind it. Each worker runs with one torch/BLAS thread (on a small CPU two
-threads in one process train slower than two one-thread processes).
+Jobs (heavy assets, partitions) are handed out one at a time from a shared pool, longest
+first, so a slow one never holds up the queue behind it. Each worker runs with one
+torch/BLAS thread (on a small CPU two threads in one process train slower than two
+one-thread processes).
 """
 
 from __future__ import annotations
@@ -24,14 +25,14 @@ def initialize() -> None:
     _DEFS = load_definitions()
 
 
-def materialize_partition(job: tuple[str, str]) -> tuple[str, bool]:
-    """(asset key, partition) → (partition, succeeded); one run on the shared instance."""
+def materialize_job(job):
+    """One refresh job (assets, or one partition) as one run on the shared instance."""
     import dagster as dg
 
     from formula_assets.cli.refresh import materialize
 
-    key, partition = job
-    print(f"materializing {key}[{partition}]", flush=True)
+    print(f"materializing {job}", flush=True)
+    keys = [dg.AssetKey.from_user_string(k) for k in job.keys]
     with dg.DagsterInstance.get() as instance:
-        ok = materialize(_DEFS, instance, [dg.AssetKey.from_user_string(key)], partition)
-    return partition, ok
+        ok = materialize(_DEFS, instance, keys, job.partition)
+    return job, ok

@@ -35,6 +35,9 @@ class CorrespondenceConfig(dg.Config):
     rsa_max_formulae: int = Field(
         default=3000, description="RSA on a random subset above this size (pairs grow as n²)."
     )
+    recall_max_queries: int = Field(
+        default=20_000, description="Recall@k on a random sample of queries above this size."
+    )
     pca_dimensions: int = Field(default=128, description="PCA width for cosine metrics (≤).")
     cca_components: int = Field(default=50, description="Canonical components (≤).")
     heldout_fraction: float = Field(default=0.2, description="Share held out for CCA.")
@@ -103,6 +106,7 @@ def correspondence_metrics(
             permutations=config.permutations,
             rsa_permutations=config.rsa_permutations,
             rsa_max_formulae=config.rsa_max_formulae,
+            recall_max_queries=config.recall_max_queries,
             heldout_fraction=config.heldout_fraction,
             seed=config.seed,
         ),
