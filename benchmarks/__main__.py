@@ -8,7 +8,7 @@ import sys
 
 from upath import UPath
 
-from benchmarks import embedding, growth, parse, refresh, table1, training
+from benchmarks import bm25, embedding, growth, parse, refresh, sampling, table1, training
 from formula_assets import settings
 
 
@@ -16,6 +16,8 @@ def main() -> int:
     parse.run()
     embedding.run()
     growth.run([1, 10, 100], [1, 10], [1, 10])
+    sampling.run()
+    bm25.run()
     if not (UPath(settings.data_lake_url()) / "semantic_embeddings.parquet").exists():
         print("the data lake is not materialized: run `make run`, then benchmark again")
         return 1

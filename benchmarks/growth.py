@@ -6,45 +6,47 @@ texts, WL-SVD structural vectors, Table 1 (correspondence), one fold of Table 2 
 per method, and sentence embedding (1× and 10× only: at ~300 texts/s on this CPU, 100× would
 take hours; the cost per text is constant). Semantic vectors of synthetic items are the sum
 of their two source items' vectors, so Table 1 runs on realistic inputs without re-embedding.
-Peak memory: Python/NumPy allocations traced by tracemalloc in a second pass.
+Memory: each scale runs in a fresh process; after each stage the process's peak resident
+set (ru_maxrss, which only grows) is recorded, so a stage's entry is the peak so far.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import resource
+import subprocess
+import sys
 import time
-import tracemalloc
 from collections.abc import Callable
 
 import numpy as np
+import pyarrow.compute as pc
 from upath import UPath
 
 from benchmarks.common import print_table, write_result
 from benchmarks.synthetic import synthetic_records
 from formula_assets import lake, settings
 from formula_assets.annotations import build_annotations
-from formula_assets.bm25 import bm25_scores
+from formula_assets.bm25 import bm25_scorer
 from formula_assets.correspondence import correspondence
 from formula_assets.embedding_tables import embedding_matrix
 from formula_assets.opt import build_opt_graphs
-from formula_assets.retrieval_metrics import gold_ranks_from_scores, normalise_rows
+from formula_assets.retrieval_metrics import gold_ranks, normalise_rows
+from formula_assets.scorers import ranks
 from formula_assets.structural import structural_embeddings
 from formula_assets.wikidata import records_to_table
 
 
-def measure(fn: Callable[[], object], memory: bool = True) -> tuple[float, float | None, object]:
-    """(seconds, peak traced MiB or None, result)."""
+def _rss_mib() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def measure(fn: Callable[[], object]) -> tuple[float, float, object]:
+    """(seconds, peak RSS MiB of the process so far, result)."""
     started = time.perf_counter()
     result = fn()
-    seconds = time.perf_counter() - started
-    peak = None
-    if memory:
-        tracemalloc.start()
-        fn()
-        _, peak_bytes = tracemalloc.get_traced_memory()
-        tracemalloc.stop()
-        peak = peak_bytes / 2**20
-    return seconds, peak, result
+    return time.perf_counter() - started, _rss_mib(), result
 
 
 def _semantic(parents: np.ndarray) -> np.ndarray:
@@ -58,18 +60,17 @@ def _semantic(parents: np.ndarray) -> np.ndarray:
     )
 
 
-def _retrieval_fold(graphs, semantic_texts, structural, semantic) -> float:
-    """One fold of Table 2: 4 cosine methods + BM25 both ways over a fifth of the corpus."""
+def _retrieval_fold(graphs, semantic_texts, structural, semantic) -> None:
+    """One fold of Table 2: 4 cosine methods + BM25 both ways over a fifth of the corpus,
+    ranked in chunks as the evaluation does."""
     n = len(structural) // 5
     s, m = normalise_rows(structural[:n]), normalise_rows(semantic[:n, : structural.shape[1]])
-    started = time.perf_counter()
     for _ in range(4):
-        gold_ranks_from_scores(s @ m.T)
+        gold_ranks(s, m)
     opt = graphs["linearised_opt"].to_pylist()[:n]
     texts = semantic_texts[:n]
-    gold_ranks_from_scores(bm25_scores(opt, texts))
-    gold_ranks_from_scores(bm25_scores(texts, opt))
-    return time.perf_counter() - started
+    ranks(bm25_scorer(opt, texts))
+    ranks(bm25_scorer(texts, opt))
 
 
 def _epoch(graphs, semantic, method: str) -> float:
@@ -106,24 +107,32 @@ def _embedding(texts: list[str]) -> float:
 def _scale(scale: int, embed: bool, train: bool) -> dict:
     records, parents = synthetic_records(scale)
     pairs = [(r.qid, r.mathml) for r in records]
-    parse_s, parse_mb, built = measure(lambda: build_opt_graphs(pairs), memory=scale <= 10)
+    inputs_mb = _rss_mib()
+    parse_s, parse_mb, built = measure(lambda: build_opt_graphs(pairs))
     graphs = built.graphs
     rows = records_to_table(records).to_pylist()
     annotate_s, annotate_mb, annotations = measure(lambda: build_annotations(rows))
-    wl_s, wl_mb, structural = measure(lambda: structural_embeddings(graphs), memory=scale <= 10)
+    wl_s, wl_mb, structural = measure(lambda: structural_embeddings(graphs))
     semantic = _semantic(parents)
-    corr_s, _, _ = measure(lambda: correspondence(structural, semantic), memory=False)
+    corr_s, corr_mb, _ = measure(lambda: correspondence(structural, semantic))
     texts = [" ".join(t) for t in annotations["texts"].to_pylist()]
+    retrieval_s, retrieval_mb, _ = measure(
+        lambda: _retrieval_fold(graphs, texts, structural, semantic)
+    )
     entry = {
         "formulae": len(records),
+        "nodes": int(pc.sum(graphs["num_nodes"]).as_py()),
+        "rss_inputs_mib": inputs_mb,
         "parse_s": parse_s,
-        "parse_peak_mib": parse_mb,
+        "rss_after_parse_mib": parse_mb,
         "annotations_s": annotate_s,
-        "annotations_peak_mib": annotate_mb,
+        "rss_after_annotations_mib": annotate_mb,
         "wl_svd_s": wl_s,
-        "wl_svd_peak_mib": wl_mb,
+        "rss_after_wl_svd_mib": wl_mb,
         "table_1_s": corr_s,
-        "retrieval_fold_s": _retrieval_fold(graphs, texts, structural, semantic),
+        "rss_after_table_1_mib": corr_mb,
+        "retrieval_fold_s": retrieval_s,
+        "rss_after_retrieval_mib": retrieval_mb,
     }
     if embed:
         distinct = list(dict.fromkeys(t for ts in annotations["texts"].to_pylist() for t in ts))
@@ -140,10 +149,19 @@ def _cell(entry: dict, key: str, digits: int = 1) -> str:
     return "—" if value is None else f"{value:.{digits}f}"
 
 
+def _scale_in_subprocess(scale: int, embed: bool, train: bool) -> dict:
+    """Each scale in a fresh process, so its peak memory is its own."""
+    command = [sys.executable, "-m", "benchmarks.growth", "--one", str(scale)]
+    command += ["--embed"] if embed else []
+    command += ["--train"] if train else []
+    completed = subprocess.run(command, capture_output=True, text=True, check=True)
+    return json.loads(completed.stdout.strip().splitlines()[-1])
+
+
 def run(scales: list[int], embed_scales: list[int], train_scales: list[int]) -> dict:
     results, rows = {}, []
     for scale in scales:
-        entry = _scale(scale, scale in embed_scales, scale in train_scales)
+        entry = _scale_in_subprocess(scale, scale in embed_scales, scale in train_scales)
         results[f"{scale}x"] = entry
         print(f"{scale}×: {entry}", flush=True)
         rows.append(
@@ -153,6 +171,7 @@ def run(scales: list[int], embed_scales: list[int], train_scales: list[int]) -> 
                 for k in ("parse_s", "annotations_s", "wl_svd_s", "table_1_s", "retrieval_fold_s")
             ]
             + [_cell(entry, "embedding_s", 0), _cell(entry, "epoch_graph_text_cl_s")]
+            + [_cell(entry, "rss_after_retrieval_mib", 0)]
         )
     header = [
         "scale",
@@ -164,6 +183,7 @@ def run(scales: list[int], embed_scales: list[int], train_scales: list[int]) -> 
         "Table 2 fold",
         "embedding",
         "graph epoch",
+        "peak RSS MiB",
     ]
     print_table("Growth (seconds)", header, rows)
     print(f"written {write_result('growth', {'scales': results})}")
@@ -175,5 +195,11 @@ if __name__ == "__main__":
     parser.add_argument("--scales", type=int, nargs="+", default=[1, 10, 100])
     parser.add_argument("--embed-scales", type=int, nargs="*", default=[1, 10])
     parser.add_argument("--train-scales", type=int, nargs="*", default=[1, 10])
+    parser.add_argument("--one", type=int, help=argparse.SUPPRESS)  # child: one scale
+    parser.add_argument("--embed", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--train", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    run(args.scales, args.embed_scales, args.train_scales)
+    if args.one is not None:
+        print(json.dumps(_scale(args.one, args.embed, args.train)))
+    else:
+        run(args.scales, args.embed_scales, args.train_scales)

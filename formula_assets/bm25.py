@@ -20,6 +20,8 @@ import numpy as np
 from rank_bm25 import BM25Okapi
 from scipy import sparse
 
+from formula_assets.scorers import SparseScorer
+
 _TOKEN = re.compile(r"\w+|[^\w\s]")
 
 
@@ -47,8 +49,8 @@ def reference_scores(queries: Sequence[str], documents: Sequence[str]) -> np.nda
     return np.vstack([index.get_scores(tokenize(q)) for q in queries])
 
 
-def bm25_scores(queries: Sequence[str], documents: Sequence[str]) -> np.ndarray:
-    """scores[i, j]: BM25 of document j for query i; IDF from `documents` only."""
+def bm25_scorer(queries: Sequence[str], documents: Sequence[str]) -> SparseScorer:
+    """BM25 of every document for every query, as a chunked scorer; IDF from `documents`."""
     corpus = _corpus(documents)
     index = LuceneBM25(corpus)
     vocabulary = {term: i for i, term in enumerate(index.idf)}
@@ -71,4 +73,10 @@ def bm25_scores(queries: Sequence[str], documents: Sequence[str]) -> np.ndarray:
     counts = sparse.csr_matrix(
         (np.ones(len(q_rows)), (q_rows, q_cols)), shape=(len(queries), len(vocabulary))
     )  # duplicates sum: a repeated query term counts again, as in rank-bm25
-    return np.asarray((counts @ weights).todense())
+    return SparseScorer(counts, weights)
+
+
+def bm25_scores(queries: Sequence[str], documents: Sequence[str]) -> np.ndarray:
+    """The whole score matrix (small pools and tests; the evaluation scores in chunks)."""
+    scorer = bm25_scorer(queries, documents)
+    return scorer.block(np.arange(len(queries)))

@@ -17,8 +17,9 @@ import numpy as np
 import pyarrow as pa
 from scipy import stats
 
-from formula_assets.bm25 import bm25_scores
-from formula_assets.retrieval_metrics import GoldRanks, gold_ranks_from_scores, normalise_rows
+from formula_assets.bm25 import bm25_scorer
+from formula_assets.retrieval_metrics import GoldRanks
+from formula_assets.scorers import CosineScorer, MatrixScorer, Scorer, WeightedScorer, ranks
 from formula_assets.training.artifacts import TrainedModel
 
 DIRECTIONS = ("syntactic_to_semantic", "semantic_to_syntactic")
@@ -75,14 +76,15 @@ class Evaluation:
     ensemble_weights: dict[int, dict[str, float]] = field(default_factory=dict)
 
 
-def _cosine(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    return normalise_rows(a) @ normalise_rows(b).T
+# Weight selection ranks at most this many validation queries per combination (all
+# validation formulae stay candidates): enough to choose among 66 weightings, bounded at scale.
+MAX_SELECTION_QUERIES = 3000
 
 
-def _quality(scores: np.ndarray) -> float:
+def _mean_mrr(scorer: Scorer, reverse: Scorer, rows: np.ndarray) -> float:
     """Mean MRR over both directions: the ensemble's selection criterion."""
-    forward = gold_ranks_from_scores(scores).summary()["mrr"]
-    backward = gold_ranks_from_scores(scores.T).summary()["mrr"]
+    forward = ranks(scorer, rows).summary()["mrr"]
+    backward = ranks(reverse, rows).summary()["mrr"]
     return (forward + backward) / 2
 
 
@@ -95,21 +97,66 @@ def _weight_grid(members: int, step: float = WEIGHT_STEP) -> list[tuple[float, .
     ]
 
 
-def choose_weights(validation_scores: Sequence[np.ndarray]) -> tuple[float, ...]:
-    """Weights (summing to 1, step 0.1) maximising validation MRR; ties keep the first."""
+def choose_weights(
+    validation: Sequence[Scorer | np.ndarray],
+    reverse: Sequence[Scorer | np.ndarray] | None = None,
+    rng: np.random.Generator | None = None,
+) -> tuple[float, ...]:
+    """Weights (summing to 1, step 0.1) maximising validation MRR; ties keep the first.
+
+    Members are scorers (or plain score matrices); `reverse` scores the other direction
+    (default: the transposed matrices).
+    """
+    forward = [_as_scorer(m) for m in validation]
+    backward = (
+        [_as_scorer(m) for m in reverse]
+        if reverse is not None
+        else [_as_scorer(np.asarray(m).T) for m in validation]
+    )
+    n = forward[0].size
+    rows = np.arange(n)
+    if n > MAX_SELECTION_QUERIES:
+        rng = rng or np.random.default_rng(0)
+        rows = np.sort(rng.choice(n, MAX_SELECTION_QUERIES, replace=False))
     best, best_quality = None, -1.0
-    for weights in _weight_grid(len(validation_scores)):
-        combined = sum(w * s for w, s in zip(weights, validation_scores, strict=True))
-        quality = _quality(combined)
+    for weights in _weight_grid(len(forward)):
+        quality = _mean_mrr(
+            WeightedScorer(list(zip(weights, forward, strict=True))),
+            WeightedScorer(list(zip(weights, backward, strict=True))),
+            rows,
+        )
         if quality > best_quality + 1e-12:
             best, best_quality = weights, quality
     assert best is not None
     return best
 
 
-def _model_scores(model: TrainedModel, split: str) -> tuple[list[str], np.ndarray]:
-    qids, structural, semantic = model.split_vectors(split)
-    return qids, structural @ semantic.T
+def _as_scorer(member: Scorer | np.ndarray) -> Scorer:
+    return MatrixScorer(member) if isinstance(member, np.ndarray) else member
+
+
+def _scorers(
+    inputs: EvaluationInputs, models: Mapping[str, TrainedModel], split: str, qids: list[str]
+) -> dict[tuple[str, str], Scorer]:
+    """(method, direction) → scorer over the split's formulae (candidates = the same split)."""
+    out: dict[tuple[str, str], Scorer] = {}
+    for method, model in models.items():
+        model_qids, structural, semantic = model.split_vectors(split)
+        assert model_qids == qids
+        forward = CosineScorer(structural, semantic)
+        out[(method, DIRECTIONS[0])], out[(method, DIRECTIONS[1])] = forward, forward.reverse()
+    opt = np.stack([inputs.opt_vectors[q] for q in qids])
+    sem = np.stack([inputs.semantic_vectors[q] for q in qids])
+    frozen = CosineScorer(opt, sem)
+    out[("sbert_no_cl", DIRECTIONS[0])], out[("sbert_no_cl", DIRECTIONS[1])] = (
+        frozen,
+        frozen.reverse(),
+    )
+    opt_docs = [inputs.opt_text[q] for q in qids]
+    sem_docs = [inputs.semantic_text[q] for q in qids]
+    out[("bm25", DIRECTIONS[0])] = bm25_scorer(opt_docs, sem_docs)
+    out[("bm25", DIRECTIONS[1])] = bm25_scorer(sem_docs, opt_docs)
+    return out
 
 
 def evaluate(
@@ -117,28 +164,26 @@ def evaluate(
 ) -> Evaluation:
     rows: dict[str, list] = {name: [] for name in SCORE_SCHEMA.names}
     result = Evaluation(scores=pa.table({}))
-    folds = sorted({fold for fold, _ in models})
-    for fold in folds:
+    for fold in sorted({fold for fold, _ in models}):
         fold_models = {method: models[(fold, method)] for method in TRAINED}
         test_qids = _agreed_qids(fold_models, "test")
         validation_qids = _agreed_qids(fold_models, "validation")
-        matrices = _all_scores(inputs, fold_models, "test", test_qids)
-        validation = _all_scores(inputs, fold_models, "validation", validation_qids)
-        weights = choose_weights([validation[m] for m in ENSEMBLE_MEMBERS])
-        result.ensemble_weights[fold] = dict(zip(ENSEMBLE_MEMBERS, weights, strict=True))
-        matrices[ENSEMBLE] = sum(
-            w * matrices[m] for w, m in zip(weights, ENSEMBLE_MEMBERS, strict=True)
+        test = _scorers(inputs, fold_models, "test", test_qids)
+        validation = _scorers(inputs, fold_models, "validation", validation_qids)
+        weights = choose_weights(
+            [validation[(m, DIRECTIONS[0])] for m in ENSEMBLE_MEMBERS],
+            [validation[(m, DIRECTIONS[1])] for m in ENSEMBLE_MEMBERS],
         )
+        result.ensemble_weights[fold] = dict(zip(ENSEMBLE_MEMBERS, weights, strict=True))
+        for direction in DIRECTIONS:
+            test[(ENSEMBLE, direction)] = WeightedScorer(
+                [(w, test[(m, direction)]) for w, m in zip(weights, ENSEMBLE_MEMBERS, strict=True)]
+            )
         for method in ALL_METHODS:
             for direction in DIRECTIONS:
-                if method == "bm25":
-                    scores = matrices[f"bm25_{direction}"]
-                else:
-                    scores = matrices[method]
-                    scores = scores if direction == DIRECTIONS[0] else scores.T
-                ranks = gold_ranks_from_scores(scores)
-                _add_row(rows, fold, method, direction, ranks, len(test_qids))
-                result.reciprocal_ranks[(fold, method, direction)] = ranks.reciprocal_rank()
+                gold = ranks(test[(method, direction)])
+                _add_row(rows, fold, method, direction, gold, len(test_qids))
+                result.reciprocal_ranks[(fold, method, direction)] = gold.reciprocal_rank()
     result.scores = pa.Table.from_pydict(rows, schema=SCORE_SCHEMA)
     return result
 
@@ -153,32 +198,10 @@ def _agreed_qids(models: Mapping[str, TrainedModel], split: str) -> list[str]:
     return first
 
 
-def _all_scores(
-    inputs: EvaluationInputs,
-    models: Mapping[str, TrainedModel],
-    split: str,
-    qids: list[str],
-) -> dict[str, np.ndarray]:
-    """Score matrices [syntactic query i, semantic candidate j] of every method."""
-    out: dict[str, np.ndarray] = {}
-    for method, model in models.items():
-        model_qids, scores = _model_scores(model, split)
-        assert model_qids == qids
-        out[method] = scores
-    opt = np.stack([inputs.opt_vectors[q] for q in qids])
-    sem = np.stack([inputs.semantic_vectors[q] for q in qids])
-    out["sbert_no_cl"] = _cosine(opt, sem)
-    opt_docs = [inputs.opt_text[q] for q in qids]
-    sem_docs = [inputs.semantic_text[q] for q in qids]
-    out["bm25_syntactic_to_semantic"] = bm25_scores(opt_docs, sem_docs)
-    out["bm25_semantic_to_syntactic"] = bm25_scores(sem_docs, opt_docs)
-    return out
-
-
 def _add_row(
-    rows: dict[str, list], fold: int, method: str, direction: str, ranks: GoldRanks, n: int
+    rows: dict[str, list], fold: int, method: str, direction: str, gold: GoldRanks, n: int
 ) -> None:
-    summary = ranks.summary()
+    summary = gold.summary()
     rows["fold"].append(fold)
     rows["method"].append(method)
     rows["direction"].append(direction)

@@ -188,11 +188,23 @@ def build_opt_graphs(
         return _build_opt_graphs(formulae, options)
 
 
+# Rows are turned into Arrow batches this many at a time: Python lists of tokens cost far
+# more memory than Arrow's columns, so the peak stays bounded whatever the corpus size.
+BATCH_ROWS = 5000
+
+
 def _build_opt_graphs(
     formulae: Iterable[tuple[str, str | None]], options: ParseOptions
 ) -> OptBuild:
     graphs: dict[str, list] = {name: [] for name in OPT_GRAPH_SCHEMA.names}
     rejected: dict[str, list] = {name: [] for name in REJECTED_SCHEMA.names}
+    batches: list[pa.RecordBatch] = []
+
+    def flush() -> None:
+        if graphs["qid"]:
+            batches.append(pa.RecordBatch.from_pydict(graphs, schema=OPT_GRAPH_SCHEMA))
+            for column in graphs.values():
+                column.clear()
 
     def reject(qid: str, stage: str, reason: str, text: str | None) -> None:
         rejected["qid"].append(qid)
@@ -222,8 +234,11 @@ def _build_opt_graphs(
         graphs["depth"].append(graph.depth)
         graphs["parse_status"].append("repaired" if tree.warnings else "ok")
         graphs["parse_warnings"].append(tree.warnings)
+        if len(graphs["qid"]) >= BATCH_ROWS:
+            flush()
+    flush()
     return OptBuild(
-        pa.Table.from_pydict(graphs, schema=OPT_GRAPH_SCHEMA),
+        pa.Table.from_batches(batches, schema=OPT_GRAPH_SCHEMA),
         pa.Table.from_pydict(rejected, schema=REJECTED_SCHEMA),
     )
 
