@@ -1,31 +1,48 @@
 """Run every benchmark: `python -m benchmarks` (or `make bench`).
 
-The training, Table 1 and refresh benchmarks read the materialized data lake: run
-`make run` first. Results go to benchmarks/results/*.json; each also prints a table.
+Each benchmark runs in a fresh process, so one's CPU pinning, imports and peak memory never
+colour another's. The Table 1, training and growth benchmarks read the materialized data
+lake: run `make run` first. Results go to benchmarks/results/*.json; each prints a table.
 """
 
+import subprocess
 import sys
+import time
 
 from upath import UPath
 
-from benchmarks import bm25, embedding, growth, parse, refresh, sampling, table1, training
 from formula_assets import settings
+
+STEPS: list[list[str]] = [
+    ["parse"],
+    ["embedding"],
+    ["growth", "--scales", "1", "10", "100", "--embed-scales", "1", "10"],
+    ["sampling"],
+    ["bm25"],
+    ["table1"],
+    ["training", "--profile", "default", "--workers", "2", "--threads", "1"],  # as refresh runs
+    ["training", "--profile", "default", "--workers", "1", "--threads", "2"],  # serial
+    ["training", "--profile", "smoke", "--workers", "2", "--threads", "1"],
+    ["training", "--profile", "paper", "--epochs", "2", "--threads", "2"],  # full: a GPU's job
+    ["refresh", "--profiles", "smoke", "default"],
+]
 
 
 def main() -> int:
-    parse.run()
-    embedding.run()
-    growth.run([1, 10, 100], [1, 10], [1, 10])
-    sampling.run()
-    bm25.run()
     if not (UPath(settings.data_lake_url()) / "semantic_embeddings.parquet").exists():
         print("the data lake is not materialized: run `make run`, then benchmark again")
         return 1
-    table1.run()
-    training.run("default", workers=2, threads=1)  # the refresh's layout: 2 × 1 thread
-    training.run("default", workers=1, threads=2)  # serial: one process, both cores
-    refresh.run(["smoke", "default"])
-    return 0
+    failed = []
+    for step in STEPS:
+        started = time.perf_counter()
+        print(f"\n=== benchmarks.{' '.join(step)}", flush=True)
+        code = subprocess.call([sys.executable, "-m", f"benchmarks.{step[0]}", *step[1:]])
+        print(f"=== {step[0]}: exit {code} in {time.perf_counter() - started:.0f} s", flush=True)
+        if code != 0:
+            failed.append(" ".join(step))
+    if failed:
+        print("failed:", "; ".join(failed))
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

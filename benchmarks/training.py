@@ -21,7 +21,7 @@ from benchmarks.common import print_table, write_result
 from formula_assets import lake, settings
 from formula_assets.evaluation import DIRECTIONS, PAPER_TABLE_2, evaluate, table_2
 from formula_assets.folds import FOLDS
-from formula_assets.profiles import get_profile
+from formula_assets.profiles import Profile, get_profile
 from formula_assets.training.methods import METHODS, alignment_data, train_fold
 
 
@@ -37,17 +37,74 @@ def _tables() -> dict:
     return {name: lake.read_parquet(root / f"{name}.parquet") for name in names}
 
 
-def _train(job: tuple[str, int, str, int]):
-    method, fold, profile, threads = job
+def _capped(profile: str, threads: int, epochs: int | None) -> Profile:
+    """The profile with `threads` torch threads and, if given, at most `epochs` epochs."""
+    chosen = dataclasses.replace(get_profile(profile), torch_threads=threads)
+    if epochs is None:
+        return chosen
+    capped = {
+        m: dataclasses.replace(chosen.settings(m), epochs=min(chosen.settings(m).epochs, epochs))
+        for m in METHODS
+    }
+    return dataclasses.replace(chosen, **capped)
+
+
+def _train(job: tuple):
+    method, fold, profile, threads, *rest = job
+    epochs = rest[0] if rest else None
     os.environ["OMP_NUM_THREADS"] = str(threads)
     t = _tables()
     data = alignment_data(
         t["cv_folds"], t["opt_graphs"], t["semantic_embeddings"], t["opt_text_embeddings"]
     )
     started = time.perf_counter()
-    chosen = dataclasses.replace(get_profile(profile), torch_threads=threads)
+    chosen = _capped(profile, threads, epochs)
     model = train_fold(method, fold, data, chosen)
     return model, time.perf_counter() - started
+
+
+def _timings(jobs: list[tuple], trained: list) -> dict:
+    per_method: dict[str, dict[str, list[float]]] = {}
+    for (method, *_), (model, seconds) in zip(jobs, trained, strict=True):
+        entry = per_method.setdefault(method, {"fold_seconds": [], "epoch_seconds": []})
+        entry["fold_seconds"].append(round(seconds, 1))
+        entry["epoch_seconds"].append(
+            round(sum(h["seconds"] for h in model.history) / max(len(model.history), 1), 3)
+        )
+    return per_method
+
+
+def epochs_only(profile: str, epochs: int, folds: tuple[int, ...] = (1,), threads: int = 2) -> dict:
+    """Seconds per epoch of a profile too big to train in full here (`paper` on a CPU).
+
+    Trains each method for `epochs` epochs on `folds` in one process; no Table 2.
+    """
+    jobs = [(m, f, profile, threads, epochs) for m in METHODS for f in folds]
+    with multiprocessing.get_context("spawn").Pool(1) as pool:
+        trained = pool.map(_train, jobs, chunksize=1)
+    per_method = _timings(jobs, trained)
+    settings = {m: dataclasses.asdict(get_profile(profile).settings(m)) for m in METHODS}
+    full = {
+        m: round(max(per_method[m]["epoch_seconds"]) * settings[m]["epochs"] * len(FOLDS))
+        for m in METHODS
+    }
+    print_table(
+        f"{profile} profile: {epochs} epoch(s) per method on fold(s) {list(folds)}, "
+        f"1 process × {threads} thread(s)",
+        ["method", "s / epoch", f"all {len(FOLDS)} folds × full epochs, projected"],
+        [[m, f"{max(per_method[m]['epoch_seconds']):.2f}", f"{full[m]} s"] for m in METHODS],
+    )
+    result = {
+        "profile": profile,
+        "epochs": epochs,
+        "folds": list(folds),
+        "threads": threads,
+        "per_method": per_method,
+        "settings": settings,
+        "projected_full_training_s": full,
+    }
+    print(f"written {write_result(f'training_{profile}_epochs', result)}")
+    return result
 
 
 def run(profile: str = "default", workers: int = 2, threads: int = 1) -> dict:
@@ -70,13 +127,7 @@ def run(profile: str = "default", workers: int = 2, threads: int = 1) -> dict:
         t["opt_text_embeddings"],
     )
     summary = table_2(evaluate(inputs, models).scores)
-    per_method = {}
-    for (method, _, _, _), (model, seconds) in zip(jobs, trained, strict=True):
-        entry = per_method.setdefault(method, {"fold_seconds": [], "epoch_seconds": []})
-        entry["fold_seconds"].append(round(seconds, 1))
-        entry["epoch_seconds"].append(
-            round(sum(h["seconds"] for h in model.history) / max(len(model.history), 1), 3)
-        )
+    per_method = _timings(jobs, trained)
     rows = []
     for r in summary:
         paper = PAPER_TABLE_2.get((r["method"], r["direction"]))
@@ -132,5 +183,13 @@ if __name__ == "__main__":
     parser.add_argument("--profile", default="default")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--threads", type=int, default=1, help="torch threads per worker")
+    parser.add_argument(
+        "--epochs",
+        type=int,
+        help="only time this many epochs per method on fold 1 (for `paper` on a CPU)",
+    )
     args = parser.parse_args()
-    run(args.profile, args.workers, args.threads)
+    if args.epochs:
+        epochs_only(args.profile, args.epochs, threads=args.threads)
+    else:
+        run(args.profile, args.workers, args.threads)

@@ -86,6 +86,22 @@ def retrieval_quality(zs: np.ndarray, zm: np.ndarray) -> dict[str, float]:
     }
 
 
+def one_cycle(
+    optimizer: torch.optim.Optimizer, max_lr: float, total_steps: int
+) -> torch.optim.lr_scheduler.LRScheduler:
+    """One-cycle schedule with 10 % warm-up, safe for short runs.
+
+    torch's OneCycleLR divides by the length of each phase, which is zero when the warm-up
+    rounds to one step (10 steps in all) and negative below that; short runs get two warm-up
+    steps, and runs under four steps a constant rate.
+    """
+    if total_steps < 4:
+        return torch.optim.lr_scheduler.LambdaLR(optimizer, lambda _step: 1.0)
+    return torch.optim.lr_scheduler.OneCycleLR(
+        optimizer, max_lr=max_lr, total_steps=total_steps, pct_start=max(0.1, 2 / total_steps)
+    )
+
+
 def train(
     model: torch.nn.Module,
     structural: Inputs,
@@ -103,12 +119,7 @@ def train(
         model.parameters(), lr=settings.learning_rate, weight_decay=settings.weight_decay
     )
     steps_per_epoch = max(1, int(np.ceil(len(train_rows) / settings.batch_size)))
-    scheduler = torch.optim.lr_scheduler.OneCycleLR(
-        optimizer,
-        max_lr=settings.learning_rate,
-        total_steps=settings.epochs * steps_per_epoch,
-        pct_start=0.1,
-    )
+    scheduler = one_cycle(optimizer, settings.learning_rate, settings.epochs * steps_per_epoch)
     started = time.perf_counter()
     result = TrainingResult(best_epoch=0, best_validation_mrr=-1.0)
     best_state: dict[str, torch.Tensor] | None = None

@@ -134,3 +134,16 @@ def test_unknown_method_and_tiny_folds(data) -> None:
     tiny = dataclasses.replace(data, qids=data.qids[:3], folds={q: 1 for q in data.qids[:3]})
     with pytest.raises(ValueError, match="need at least 2"):
         train_fold("sbert_dual_cl", 1, tiny, PROFILE)
+
+
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize(("epochs", "batch_size"), [(1, 4096), (2, 4096), (3, 64), (10, 4096)])
+def test_few_optimiser_steps_train_without_error(data, method: str, epochs: int, batch_size: int):
+    """A one-cycle schedule over 1–30 steps (a capped epoch count, a tiny fold) still trains."""
+    settings = dataclasses.replace(
+        PROFILE.settings(method), epochs=epochs, batch_size=batch_size, patience=epochs
+    )
+    model = train_fold(method, 1, data, dataclasses.replace(PROFILE, **{method: settings}))
+    assert len(model.history) == epochs
+    assert all(np.isfinite(h["loss"]) for h in model.history)
+    assert 1 <= model.config["best_epoch"] <= epochs
