@@ -7,7 +7,9 @@ launched with and tests can set variables per case.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 from formula_assets import __version__
 
@@ -78,16 +80,21 @@ def min_formulae(override: int | None = None) -> int:
         raise ValueError(f"{MIN_FORMULAE_ENV} must be an integer, got {raw!r}") from exc
 
 
+_N = TypeVar("_N", int, float)
+
+
+def _env_number(name: str, convert: Callable[[str], _N], kind: str) -> _N | None:
+    """The variable converted, None when unset; a clear error when it does not convert."""
+    raw = _env(name)
+    try:
+        return convert(raw) if raw is not None else None
+    except ValueError as exc:
+        raise ValueError(f"{name} must be {kind}, got {raw!r}") from exc
+
+
 def sample(override: int | None = None) -> int | None:
     """Keep only this many formula items (a stable subset), for demos and fast tests."""
-    if override is not None:
-        value: int | None = override
-    else:
-        raw = _env(SAMPLE_ENV)
-        try:
-            value = int(raw) if raw is not None else None
-        except ValueError as exc:
-            raise ValueError(f"{SAMPLE_ENV} must be an integer, got {raw!r}") from exc
+    value = override if override is not None else _env_number(SAMPLE_ENV, int, "an integer")
     if value is not None and value < 1:
         raise ValueError(f"the sample size must be at least 1, got {value}")
     return value
@@ -95,14 +102,10 @@ def sample(override: int | None = None) -> int | None:
 
 def min_fraction(override: float | None = None) -> float:
     """A pull below this share of the last good row count is refused unless forced."""
-    if override is not None:
-        value = override
-    else:
-        raw = _env(MIN_FRACTION_ENV)
-        try:
-            value = float(raw) if raw is not None else DEFAULT_MIN_FRACTION
-        except ValueError as exc:
-            raise ValueError(f"{MIN_FRACTION_ENV} must be a number, got {raw!r}") from exc
+    value = override
+    if value is None:
+        value = _env_number(MIN_FRACTION_ENV, float, "a number")
+        value = DEFAULT_MIN_FRACTION if value is None else value
     if not 0 <= value <= 1:
         raise ValueError(f"the minimum fraction must be between 0 and 1, got {value}")
     return value
