@@ -11,7 +11,7 @@ import time
 
 from upath import UPath
 
-from formula_assets import settings
+from formula_assets.core import settings
 
 STEPS: list[list[str]] = [
     ["parse"],

@@ -10,18 +10,18 @@ import time
 
 from benchmarks.common import print_table, write_result
 from benchmarks.synthetic import synthetic_records
-from formula_assets.annotations import build_annotations
-from formula_assets.bm25 import bm25_scorer, reference_scores
-from formula_assets.opt import build_opt_graphs
-from formula_assets.scorers import ranks
-from formula_assets.wikidata import records_to_table
+from formula_assets.evaluation.bm25 import bm25_scorer, reference_scores
+from formula_assets.evaluation.ranking import gold_ranks
+from formula_assets.ingest.records import records_to_table
+from formula_assets.semantics.annotations import build_annotations
+from formula_assets.syntax.opt import build_opt_graphs
 
 REFERENCE_LIMIT = 4000  # the per-query loop beyond this pool takes minutes
 
 
 def _rank(queries: list[str], documents: list[str]) -> None:
     """Score and rank in chunks, as the evaluation does (never the whole matrix at once)."""
-    ranks(bm25_scorer(queries, documents))
+    gold_ranks(bm25_scorer(queries, documents))
 
 
 def _timed(fn, *args) -> float:

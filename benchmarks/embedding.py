@@ -13,11 +13,11 @@ from upath import UPath
 
 from benchmarks.common import print_table, write_result
 from benchmarks.synthetic import synthetic_records
-from formula_assets.annotations import build_annotations
-from formula_assets.embedding import TextEmbedder, resolve_model
-from formula_assets.embedding_cache import EmbeddingCache, embed_texts
-from formula_assets.wikidata import records_to_table
-from formula_assets.wikidata.snapshot import snapshot_records
+from formula_assets.ingest.records import records_to_table
+from formula_assets.ingest.snapshot import snapshot_records
+from formula_assets.semantics.annotations import build_annotations
+from formula_assets.semantics.cache import EmbeddingCache, embed_texts
+from formula_assets.semantics.models import TextEmbedder, resolve_model
 
 NEW_ITEMS = 50
 

@@ -26,16 +26,15 @@ from upath import UPath
 
 from benchmarks.common import print_table, write_result
 from benchmarks.synthetic import synthetic_records
-from formula_assets import lake, settings
-from formula_assets.annotations import build_annotations
-from formula_assets.bm25 import bm25_scorer
-from formula_assets.correspondence import correspondence
-from formula_assets.embedding_tables import embedding_matrix
-from formula_assets.opt import build_opt_graphs
-from formula_assets.retrieval_metrics import gold_ranks, normalise_rows
-from formula_assets.scorers import ranks
-from formula_assets.structural import structural_embeddings
-from formula_assets.wikidata import records_to_table
+from formula_assets.analysis.correspondence import correspondence
+from formula_assets.core import lake, settings
+from formula_assets.core.arrow import embedding_matrix
+from formula_assets.evaluation.bm25 import bm25_scorer
+from formula_assets.evaluation.ranking import DotScorer, gold_ranks, normalise_rows
+from formula_assets.graphs.structural import structural_embeddings
+from formula_assets.ingest.records import records_to_table
+from formula_assets.semantics.annotations import build_annotations
+from formula_assets.syntax.opt import build_opt_graphs
 
 
 def _rss_mib() -> float:
@@ -66,11 +65,11 @@ def _retrieval_fold(graphs, semantic_texts, structural, semantic) -> None:
     n = len(structural) // 5
     s, m = normalise_rows(structural[:n]), normalise_rows(semantic[:n, : structural.shape[1]])
     for _ in range(4):
-        gold_ranks(s, m)
+        gold_ranks(DotScorer(s, m))
     opt = graphs["linearised_opt"].to_pylist()[:n]
     texts = semantic_texts[:n]
-    ranks(bm25_scorer(opt, texts))
-    ranks(bm25_scorer(texts, opt))
+    gold_ranks(bm25_scorer(opt, texts))
+    gold_ranks(bm25_scorer(texts, opt))
 
 
 def _epoch(graphs, semantic, method: str) -> float:
@@ -78,7 +77,7 @@ def _epoch(graphs, semantic, method: str) -> float:
 
     import torch
 
-    from formula_assets.profiles import get_profile
+    from formula_assets.core.profiles import get_profile
     from formula_assets.training.methods import AlignmentData, train_fold
 
     torch.set_num_threads(1)
@@ -95,7 +94,7 @@ def _epoch(graphs, semantic, method: str) -> float:
 
 
 def _embedding(texts: list[str]) -> float:
-    from formula_assets.embedding import TextEmbedder, resolve_model
+    from formula_assets.semantics.models import TextEmbedder, resolve_model
 
     embedder = TextEmbedder(resolve_model(None, "benchmark"))
     embedder.encode(["warm-up"])

@@ -12,8 +12,8 @@ import resource
 
 from benchmarks.common import pin_to_one_core, print_table, repeat, summary, write_result
 from benchmarks.synthetic import synthetic_records
-from formula_assets.opt import build_opt_graphs
-from formula_assets.wikidata.snapshot import read_snapshot_items
+from formula_assets.ingest.snapshot import read_snapshot_items
+from formula_assets.syntax.opt import build_opt_graphs
 
 TARGET = 5000
 

@@ -13,10 +13,10 @@ import numpy as np
 from benchmarks.common import print_table, write_result
 from benchmarks.growth import _semantic
 from benchmarks.synthetic import synthetic_records
-from formula_assets.correspondence import pca_project, rsa
-from formula_assets.opt import build_opt_graphs
-from formula_assets.retrieval_metrics import gold_ranks, normalise_rows
-from formula_assets.structural import structural_embeddings
+from formula_assets.analysis.correspondence import pca_project, rsa
+from formula_assets.evaluation.ranking import DotScorer, gold_ranks, normalise_rows
+from formula_assets.graphs.structural import structural_embeddings
+from formula_assets.syntax.opt import build_opt_graphs
 
 
 def run(scale: int = 10, subsets: int = 5, subset_size: int = 3000, queries: int = 2000) -> dict:
@@ -33,11 +33,11 @@ def run(scale: int = 10, subsets: int = 5, subset_size: int = 3000, queries: int
         rhos.append(rho)
     k = min(64, x.shape[1], y.shape[1])
     zx, zy = normalise_rows(pca_project(x, k)), normalise_rows(pca_project(y, k))
-    exact = gold_ranks(zx, zy).recall_at(10).mean()
+    exact = gold_ranks(DotScorer(zx, zy)).recall_at(10).mean()
     estimates = []
     for _ in range(subsets):
         sample = np.sort(rng.choice(n, queries, replace=False))
-        estimates.append(gold_ranks(zx[sample], zy, gold=sample).recall_at(10).mean())
+        estimates.append(gold_ranks(DotScorer(zx, zy), rows=sample).recall_at(10).mean())
     result = {
         "formulae": n,
         "rsa_subset_size": subset_size,

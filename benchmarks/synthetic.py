@@ -11,8 +11,8 @@ import re
 
 import numpy as np
 
-from formula_assets.wikidata.records import FormulaRecord
-from formula_assets.wikidata.snapshot import snapshot_records
+from formula_assets.ingest.records import FormulaRecord
+from formula_assets.ingest.snapshot import snapshot_records
 
 _INNER = re.compile(r"^\s*<math[^>]*>(.*)</math>\s*$", re.S)
 

@@ -12,9 +12,9 @@ from dataclasses import asdict
 from upath import UPath
 
 from benchmarks.common import print_table, write_result
-from formula_assets import lake, settings
-from formula_assets.correspondence import CorrespondenceSettings, correspondence
-from formula_assets.embedding_tables import aligned_matrices
+from formula_assets.analysis.correspondence import CorrespondenceSettings, correspondence
+from formula_assets.core import lake, settings
+from formula_assets.core.arrow import aligned_matrices
 
 
 def run(runs: int = 3) -> dict:

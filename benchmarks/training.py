@@ -18,11 +18,11 @@ import time
 from upath import UPath
 
 from benchmarks.common import print_table, write_result
-from formula_assets import lake, settings
-from formula_assets.evaluation import DIRECTIONS, PAPER_TABLE_2, evaluate, table_2
-from formula_assets.folds import FOLDS
-from formula_assets.profiles import Profile, get_profile
-from formula_assets.training.methods import METHODS, alignment_data, train_fold
+from formula_assets.core import lake, settings
+from formula_assets.core.profiles import Profile, get_profile
+from formula_assets.core.protocol import DIRECTIONS, FOLDS, TRAINED
+from formula_assets.evaluation.table2 import PAPER_TABLE_2, evaluate, table_2
+from formula_assets.training.methods import alignment_data, train_fold
 
 
 def _tables() -> dict:
@@ -44,7 +44,7 @@ def _capped(profile: str, threads: int, epochs: int | None) -> Profile:
         return chosen
     capped = {
         m: dataclasses.replace(chosen.settings(m), epochs=min(chosen.settings(m).epochs, epochs))
-        for m in METHODS
+        for m in TRAINED
     }
     return dataclasses.replace(chosen, **capped)
 
@@ -79,20 +79,20 @@ def epochs_only(profile: str, epochs: int, folds: tuple[int, ...] = (1,), thread
 
     Trains each method for `epochs` epochs on `folds` in one process; no Table 2.
     """
-    jobs = [(m, f, profile, threads, epochs) for m in METHODS for f in folds]
+    jobs = [(m, f, profile, threads, epochs) for m in TRAINED for f in folds]
     with multiprocessing.get_context("spawn").Pool(1) as pool:
         trained = pool.map(_train, jobs, chunksize=1)
     per_method = _timings(jobs, trained)
-    settings = {m: dataclasses.asdict(get_profile(profile).settings(m)) for m in METHODS}
+    settings = {m: dataclasses.asdict(get_profile(profile).settings(m)) for m in TRAINED}
     full = {
         m: round(max(per_method[m]["epoch_seconds"]) * settings[m]["epochs"] * len(FOLDS))
-        for m in METHODS
+        for m in TRAINED
     }
     print_table(
         f"{profile} profile: {epochs} epoch(s) per method on fold(s) {list(folds)}, "
         f"1 process × {threads} thread(s)",
         ["method", "s / epoch", f"all {len(FOLDS)} folds × full epochs, projected"],
-        [[m, f"{max(per_method[m]['epoch_seconds']):.2f}", f"{full[m]} s"] for m in METHODS],
+        [[m, f"{max(per_method[m]['epoch_seconds']):.2f}", f"{full[m]} s"] for m in TRAINED],
     )
     result = {
         "profile": profile,
@@ -109,10 +109,10 @@ def epochs_only(profile: str, epochs: int, folds: tuple[int, ...] = (1,), thread
 
 def run(profile: str = "default", workers: int = 2, threads: int = 1) -> dict:
     """`workers` processes with `threads` torch threads each (2 × 1: parallel; 1 × 2: serial)."""
-    from formula_assets.defs.evaluation import evaluation_inputs
+    from formula_assets.evaluation.inputs import evaluation_inputs
 
     # Longest first, so the pool's processes finish together.
-    jobs = [(m, f, profile, threads) for m in METHODS for f in FOLDS]
+    jobs = [(m, f, profile, threads) for m in TRAINED for f in FOLDS]
     started = time.perf_counter()
     with multiprocessing.get_context("spawn").Pool(workers) as pool:
         trained = pool.map(_train, jobs, chunksize=1)

@@ -21,14 +21,17 @@ import numpy as np
 import pyarrow as pa
 from upath import UPath
 
-from formula_assets import lake
-from formula_assets.embedding_tables import MODEL_NAME_KEY, embedding_matrix
-from formula_assets.mathml import MathMLError, parse_mathml
-from formula_assets.opt import TokenVocabulary, build_opt_graphs, flatten
-from formula_assets.retrieval_metrics import normalise_rows
+from formula_assets.core import lake
+from formula_assets.core.arrow import embedding_matrix, vectors
+from formula_assets.core.protocol import ENSEMBLE, FOLDS, TRAINED
+from formula_assets.evaluation.ranking import CosineScorer
+from formula_assets.evaluation.table2 import ensemble_scorer, fold_ensemble_weights
+from formula_assets.graphs.vocabulary import TokenVocabulary
+from formula_assets.semantics.tables import MODEL_NAME_KEY
+from formula_assets.syntax.mathml import MathMLError, parse_mathml
+from formula_assets.syntax.opt import build_opt_graphs, flatten
 
-METHODS = ("score_ensemble", "sbert_dual_cl", "graph_text_cl", "sbert_no_cl")
-TRAINED = ("graph_text_cl", "sbert_dual_cl")
+METHODS = (ENSEMBLE, "sbert_dual_cl", "graph_text_cl", "sbert_no_cl")
 
 
 class SearchError(RuntimeError):
@@ -98,7 +101,7 @@ class Searcher:
         out: dict[str, dict[int, float]] = {}
         base = self.root / "fold_models"
         for method in TRAINED:
-            for fold in range(1, 6):
+            for fold in FOLDS:
                 directory = base / str(fold) / method
                 try:
                     config = json.loads((current_version(directory) / CONFIG).read_bytes())
@@ -127,7 +130,7 @@ class Searcher:
     def _usable(self, method: str) -> bool:
         if method == "sbert_no_cl":
             return True
-        if method == "score_ensemble":
+        if method == ENSEMBLE:
             folds = set(self.available.get(TRAINED[0], {})) & set(
                 self.available.get(TRAINED[1], {})
             )
@@ -145,7 +148,7 @@ class Searcher:
         return sorted((m for m in means if m in METHODS), key=lambda m: -float(np.mean(means[m])))
 
     def _members(self) -> tuple[str, ...]:
-        if self.method == "score_ensemble":
+        if self.method == ENSEMBLE:
             return TRAINED
         return (self.method,) if self.method in TRAINED else ()
 
@@ -171,8 +174,6 @@ class Searcher:
         table = trained.embeddings
         qids = table["qid"].to_pylist()
         width = table.schema.field("structural").type.list_size
-        from formula_assets.embedding_cache import vectors
-
         return {
             "trained": trained,
             "module": module,
@@ -183,31 +184,18 @@ class Searcher:
         }
 
     def _weights(self) -> dict[str, float]:
-        if self.method != "score_ensemble":
+        """The ensemble's weights, chosen on the serving fold's validation split as in Table 2."""
+        if self.method != ENSEMBLE:
             return {self.method: 1.0}
-        from formula_assets.evaluation import ENSEMBLE_MEMBERS, choose_weights
-
-        validation = [
-            i for i, s in enumerate(self.models[TRAINED[0]]["splits"]) if s == "validation"
-        ]
-        qids = [self.models[TRAINED[0]]["qids"][i] for i in validation]
-        matrices = []
-        for member in ENSEMBLE_MEMBERS:
-            if member == "sbert_no_cl":
-                opt = np.stack([self._frozen_opt[q] for q in qids])
-                sem = np.stack([self._frozen_semantic[q] for q in qids])
-                matrices.append(normalise_rows(opt) @ normalise_rows(sem).T)
-            else:
-                model = self.models[member]
-                matrices.append(model["structural"][validation] @ model["semantic"][validation].T)
-        return dict(zip(ENSEMBLE_MEMBERS, choose_weights(matrices), strict=True))
+        models = {m: self.models[m]["trained"] for m in TRAINED}
+        return fold_ensemble_weights(models, self._frozen_opt, self._frozen_semantic)
 
     # -- encoding --------------------------------------------------------------------------
 
     @property
     def embedder(self):
         if self._embedder is None:
-            from formula_assets.embedding import TextEmbedder, resolve_model
+            from formula_assets.semantics.models import TextEmbedder, resolve_model
 
             self._embedder = TextEmbedder(
                 resolve_model(self.model_name, "the semantic_embeddings asset")
@@ -257,15 +245,17 @@ class Searcher:
         return query, model["structural"]
 
     def _scores(self, encode) -> np.ndarray:
-        total = None
-        for member, weight in self.weights.items():
-            if weight == 0:
-                continue
+        """Cosine of the query against every candidate per member, weighted as in Table 2."""
+        members = {}
+        for member in self.weights:
             query, candidates = encode(member)
-            scores = normalise_rows(candidates) @ (query / (np.linalg.norm(query) or 1.0))
-            total = weight * scores if total is None else total + weight * scores
-        assert total is not None
-        return total
+            members[member] = CosineScorer(query[None, :], candidates)
+        scorer = (
+            ensemble_scorer(self.weights, members)
+            if self.method == ENSEMBLE
+            else members[self.method]
+        )
+        return scorer.block(np.array([0]))[0]
 
     # -- queries ---------------------------------------------------------------------------
 

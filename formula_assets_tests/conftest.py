@@ -32,14 +32,14 @@ class SmallCorpus:
 
 @pytest.fixture(scope="session")
 def small_corpus() -> SmallCorpus:
-    from formula_assets.annotations import build_annotations
-    from formula_assets.embedding import TextEmbedder, resolve_model
-    from formula_assets.embedding_tables import opt_text_vectors, semantic_vectors
-    from formula_assets.folds import assign_folds
-    from formula_assets.opt import build_opt_graphs
-    from formula_assets.wikidata import records_to_table
-    from formula_assets.wikidata.snapshot import snapshot_records
-    from formula_assets.wikidata.sources import sample_records
+    from formula_assets.ingest.records import records_to_table
+    from formula_assets.ingest.snapshot import snapshot_records
+    from formula_assets.ingest.sources import sample_records
+    from formula_assets.semantics.annotations import build_annotations
+    from formula_assets.semantics.models import TextEmbedder, resolve_model
+    from formula_assets.semantics.tables import opt_text_vectors, semantic_vectors
+    from formula_assets.syntax.opt import build_opt_graphs
+    from formula_assets.training.folds import assign_folds
 
     formulae = records_to_table(sample_records(list(snapshot_records()), 160))
     graphs = build_opt_graphs(

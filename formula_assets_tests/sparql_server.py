@@ -4,7 +4,7 @@ Tests exercise the real HTTP client (SPARQLWrapper over urllib) against it, so t
 status codes, headers and broken bodies behave as they do on the wire.
 
 It holds a tiny in-memory Wikidata and answers the two queries of
-`formula_assets.wikidata.sparql` by recognising them: the detail query by its `VALUES` block
+`formula_assets.ingest.sparql` by recognising them: the detail query by its `VALUES` block
 (whose `wd:Q…` tokens it reads), the list query by `wdt:P2534` without `VALUES`. Other queries
 get canned replies registered with `register(predicate, answer)`. Faults are scripted per
 request (`fail`, `hang`, `truncate`, `drop_connection`, `without_variables`, `empty`, or any

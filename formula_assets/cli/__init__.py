@@ -5,9 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 
-from formula_assets.instance_home import ensure_dagster_home
+from formula_assets.cli.home import ensure_dagster_home
 
 
 def _home(_args: argparse.Namespace) -> int:
@@ -18,8 +17,8 @@ def _home(_args: argparse.Namespace) -> int:
 def _stale(_args: argparse.Namespace) -> int:
     import dagster as dg
 
-    from formula_assets.cli.refresh import load_definitions
-    from formula_assets.cli.staleness import stale_entries
+    from formula_assets.cli.runs import load_definitions
+    from formula_assets.cli.stale import stale_entries
 
     ensure_dagster_home()
     with dg.DagsterInstance.get() as instance:
@@ -31,7 +30,8 @@ def _stale(_args: argparse.Namespace) -> int:
 def _refresh(args: argparse.Namespace) -> int:
     import dagster as dg
 
-    from formula_assets.cli.refresh import RefreshError, load_definitions, refresh
+    from formula_assets.cli.refresh import RefreshError, refresh
+    from formula_assets.cli.runs import load_definitions
 
     ensure_dagster_home()
     with dg.DagsterInstance.get() as instance:
@@ -50,50 +50,9 @@ def _refresh(args: argparse.Namespace) -> int:
 
 
 def _search(args: argparse.Namespace) -> int:
-    from upath import UPath
+    from formula_assets.cli.search import run_search
 
-    from formula_assets import settings
-    from formula_assets.search import Searcher, SearchError, latex_to_mathml
-
-    try:
-        if args.mathml is not None:
-            try:
-                mathml = Path(args.mathml).read_text(encoding="utf-8")
-            except (OSError, UnicodeDecodeError) as exc:
-                raise SearchError(f"cannot read {args.mathml}: {exc}") from None
-        elif args.latex is not None:
-            mathml = latex_to_mathml(args.latex)
-        else:
-            mathml = None
-        searcher = Searcher(UPath(settings.data_lake_url()), args.method, args.fold)
-        if mathml is not None:
-            hits = searcher.formula_to_concepts(mathml, args.top)
-            print(f"formula → concepts with {searcher.method}" + _fold_note(searcher))
-        else:
-            hits = searcher.text_to_formulae(args.text, args.top)
-            print(f"text → formulae with {searcher.method}" + _fold_note(searcher))
-    except SearchError as exc:
-        print(f"search: {exc}", file=sys.stderr)
-        return 2
-    for hit in hits:
-        line = f"{hit.rank:>3}. {hit.score:6.3f}  {hit.qid:<11} {hit.label or '(no label)'}"
-        if hit.description:
-            line += f" — {hit.description}"
-        print(line)
-        if mathml is not None and hit.concepts:
-            print(f"{'':24}concepts: {', '.join(hit.concepts[:8])}")
-        if mathml is None and hit.formula:
-            print(f"{'':24}formula: {hit.formula[:100]}")
-    return 0
-
-
-def _fold_note(searcher) -> str:
-    if searcher.fold is None:
-        return ""
-    weights = ""
-    if searcher.method == "score_ensemble":
-        weights = ", weights " + ", ".join(f"{m} {w:.1f}" for m, w in searcher.weights.items())
-    return f" (fold {searcher.fold} models{weights})"
+    return run_search(args)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -10,15 +10,15 @@ from __future__ import annotations
 
 import multiprocessing
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import dagster as dg
 
-from formula_assets.cli.staleness import Entry, Target, stale_entries
+from formula_assets.cli.runs import REFRESH_TAG, Job, materialize
+from formula_assets.cli.stale import Entry, Target, stale_entries
 
 MAX_ROUNDS = 50
-REFRESH_TAG = "formula_assets/refresh"
 
 Print = Callable[[str], None]
 
@@ -34,48 +34,11 @@ class RefreshReport:
     seconds: float = 0.0
 
 
-def load_definitions() -> dg.Definitions:
-    from formula_assets.definitions import defs
-
-    return defs
-
-
-def materialize(
-    defs: dg.Definitions,
-    instance: dg.DagsterInstance,
-    keys: Sequence[dg.AssetKey],
-    partition: str | None = None,
-) -> bool:
-    """One in-process run of the given assets (and their checks) on the shared instance."""
-    result = dg.materialize(
-        [*defs.assets, *defs.asset_checks],
-        instance=instance,
-        resources=defs.resources,
-        selection=dg.AssetSelection.assets(*keys),
-        partition_key=partition,
-        tags={REFRESH_TAG: "true"},
-        raise_on_error=False,
-    )
-    return result.success
-
-
 def _frontier(defs: dg.Definitions, entries: list[Entry]) -> list[Entry]:
     """Entries none of whose parents is itself stale or missing."""
     graph = defs.resolve_asset_graph()
     pending = {e.target.key for e in entries}
     return [e for e in entries if not (set(graph.get(e.target.key).parent_keys) & pending)]
-
-
-@dataclass(frozen=True)
-class Job:
-    """One run: some assets computed together, or one partition of one asset."""
-
-    keys: tuple[str, ...]
-    partition: str | None = None
-
-    def __str__(self) -> str:
-        names = ", ".join(self.keys)
-        return f"{names}[{self.partition}]" if self.partition is not None else names
 
 
 # Steps worth a process of their own; the rest is cheaper than starting one (~5 s).

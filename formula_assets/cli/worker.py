@@ -18,8 +18,8 @@ def initialize() -> None:
     global _DEFS
     for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
         os.environ[name] = "1"
-    from formula_assets.cli.refresh import load_definitions
-    from formula_assets.instance_home import ensure_dagster_home
+    from formula_assets.cli.home import ensure_dagster_home
+    from formula_assets.cli.runs import load_definitions
 
     ensure_dagster_home()
     _DEFS = load_definitions()
@@ -29,7 +29,7 @@ def materialize_job(job):
     """One refresh job (assets, or one partition) as one run on the shared instance."""
     import dagster as dg
 
-    from formula_assets.cli.refresh import materialize
+    from formula_assets.cli.runs import materialize
 
     print(f"materializing {job}", flush=True)
     keys = [dg.AssetKey.from_user_string(k) for k in job.keys]

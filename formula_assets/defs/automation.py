@@ -60,11 +60,14 @@ def automation_sensor() -> dg.AutomationConditionSensorDefinition:
     )
 
 
-def weekly_probe_schedule(probe: dg.SourceAsset) -> dg.ScheduleDefinition:
+def weekly_probe_schedule(probe: dg.SourceAsset | str = "wikidata_probe") -> dg.ScheduleDefinition:
+    key = dg.AssetKey.from_coercible(probe) if isinstance(probe, str) else probe.key
+    current = dg.AssetCheckKey(dg.AssetKey("wikidata_formulae"), "wikidata_formulae_current")
     job = dg.define_asset_job(
         "observe_wikidata",
-        selection=dg.AssetSelection.assets(probe.key),
-        description="Observe the Wikidata change probe.",
+        selection=dg.AssetSelection.assets(key) | dg.AssetSelection.checks(current),
+        description="Observe the Wikidata change probe, then check that the formula data is "
+        "built on its fingerprint.",
     )
     return dg.ScheduleDefinition(
         name="weekly_wikidata_probe",

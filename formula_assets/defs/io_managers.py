@@ -10,7 +10,7 @@ import pyarrow as pa
 from pydantic import Field
 from upath import UPath
 
-from formula_assets import lake, settings
+from formula_assets.core import lake, settings
 from formula_assets.defs.metadata import table_schema
 
 

@@ -1,7 +1,12 @@
-"""Metadata that makes assets readable in the UI: schemas, previews, summaries."""
+"""Metadata that makes assets readable in the UI: schemas, previews, tables and charts.
+
+Outside every code version (see `core.versioning`): editing how an asset page looks never
+makes data stale. Asset modules build their UI metadata here, not in their own module.
+"""
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Sequence
 from typing import Any
 
@@ -89,3 +94,70 @@ def markdown_table(rows: Sequence[dict[str, Any]], columns: Sequence[str]) -> st
 
 def preview(table: pa.Table, columns: Sequence[str], rows: int = 5) -> dg.MetadataValue:
     return dg.MetadataValue.md(markdown_table(table.slice(0, rows).to_pylist(), columns))
+
+
+def image(png: bytes, alt: str) -> dg.MetadataValue:
+    """A PNG inline in a Markdown metadata entry."""
+    return dg.MetadataValue.md(f"![{alt}](data:image/png;base64,{base64.b64encode(png).decode()})")
+
+
+def rows_markdown(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> dg.MetadataValue:
+    return dg.MetadataValue.md(
+        markdown_table([dict(zip(columns, r, strict=True)) for r in rows], columns)
+    )
+
+
+def table_1(metrics: pa.Table) -> dg.MetadataValue:
+    from formula_assets.reporting.tables import TABLE_1_COLUMNS, table_1_rows
+
+    return rows_markdown(TABLE_1_COLUMNS, table_1_rows(metrics))
+
+
+def table_2(scores: pa.Table) -> dg.MetadataValue:
+    from formula_assets.reporting.tables import TABLE_2_COLUMNS, table_2_rows
+
+    return rows_markdown(TABLE_2_COLUMNS, table_2_rows(scores))
+
+
+def significance(comparisons: Sequence[Any]) -> dg.MetadataValue:
+    from formula_assets.reporting.tables import SIGNIFICANCE_COLUMNS, significance_rows
+
+    return rows_markdown(SIGNIFICANCE_COLUMNS, significance_rows(comparisons))
+
+
+def recall_chart(scores: pa.Table) -> dg.MetadataValue:
+    from formula_assets.core.protocol import DIRECTIONS
+    from formula_assets.evaluation.table2 import table_2 as summary
+    from formula_assets.reporting.figures import recall_bars_figure
+
+    return image(recall_bars_figure(summary(scores), DIRECTIONS), "recall@k per method")
+
+
+def training_curve(history: Sequence[dict[str, float]]) -> dg.MetadataValue:
+    from formula_assets.reporting.figures import line_figure
+
+    png = line_figure(
+        {
+            "training loss": [h["loss"] for h in history],
+            "validation MRR": [h["validation_mrr"] for h in history],
+        },
+        "epoch",
+        "value",
+        "training curve",
+    )
+    return image(png, "training curve")
+
+
+def tokens(graphs: pa.Table, top: int = 25) -> dict[str, Any]:
+    """How many distinct OPT tokens there are, the most frequent ones, and every count."""
+    from formula_assets.graphs.vocabulary import token_counts
+
+    counts = token_counts(graphs.column("node_tokens").to_pylist())
+    ranked = sorted(counts.items(), key=lambda tc: (-tc[1], tc[0]))
+    return {
+        "vocabulary_size": len(ranked),
+        "top_tokens": dg.MetadataValue.md(
+            markdown_table([{"token": t, "count": c} for t, c in ranked[:top]], ["token", "count"])
+        ),
+        "token_vocabulary": dg.MetadataValue.json(dict(ranked)),
+    }

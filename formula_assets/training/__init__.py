@@ -1,1 +1,2 @@
-"""Contrastive syntax–semantics alignment (paper §4.3): losses, models, the training loop."""
+"""Stage `training`: cross-validation folds and splits, the contrastive aligners (paper §4.3),
+their losses, the training loop and the stored artifacts."""

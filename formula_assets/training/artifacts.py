@@ -25,8 +25,9 @@ from safetensors.torch import load as load_safetensors
 from safetensors.torch import save as save_safetensors
 from upath import UPath
 
-from formula_assets import lake
-from formula_assets.embedding_cache import vector_column, vectors
+from formula_assets.core import lake
+from formula_assets.core.arrow import vector_column, vectors
+from formula_assets.core.hashing import bytes_hash, table_content_hash
 
 POINTER = "CURRENT"
 WEIGHTS = "weights.safetensors"
@@ -90,6 +91,19 @@ def _plain(value: Any) -> Any:
 def weights_bytes(model: TrainedModel) -> bytes:
     """The safetensors encoding of the weights (deterministic: sorted keys, raw tensors)."""
     return save_safetensors({k: v.detach().cpu().contiguous() for k, v in model.state.items()})
+
+
+def content_hash(model: TrainedModel) -> str:
+    """The model's data version: its tensors (names, dtypes, shapes, values) and the vectors
+    it gives every formula; independent of the file format and library versions."""
+    parts: list[bytes | str] = []
+    for name in sorted(model.state):
+        tensor = model.state[name].detach().cpu().contiguous()
+        raw = tensor.reshape(-1).view(torch.uint8).numpy().tobytes()
+        parts += [name, str(tensor.dtype), repr(tuple(tensor.shape)), raw]
+    if model.embeddings is not None:
+        parts.append(table_content_hash(model.embeddings))
+    return bytes_hash(*parts)
 
 
 def save_model(model: TrainedModel, directory: UPath) -> UPath:

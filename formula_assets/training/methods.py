@@ -18,17 +18,19 @@ import numpy as np
 import pyarrow as pa
 import torch
 
-from formula_assets.embedding_tables import embedding_matrix
-from formula_assets.folds import split_for
-from formula_assets.graph_batch import graph_arrays
-from formula_assets.graph_encoder import to_tensors
-from formula_assets.opt import TokenVocabulary
-from formula_assets.profiles import Profile
+from formula_assets.core.arrow import embedding_matrix
+from formula_assets.core.profiles import Profile
+from formula_assets.core.protocol import TRAINED
+from formula_assets.graphs.batch import graph_arrays
+from formula_assets.graphs.encoder import to_tensors
+from formula_assets.graphs.vocabulary import TokenVocabulary
 from formula_assets.training.artifacts import TrainedModel, embeddings_table
+from formula_assets.training.folds import split_for
 from formula_assets.training.models import DualEncoder, GraphTextModel
 from formula_assets.training.trainer import MatrixInputs, TrainSettings, encode, train
 
-METHODS = ("graph_text_cl", "sbert_dual_cl")
+# The training profile (sizes, epochs, seeds) changes every model: it enters the code version.
+RESULT_SETTINGS = ("profile",)
 Log = Callable[[str], None]
 
 
@@ -102,7 +104,7 @@ def build_model(config: dict[str, Any]) -> torch.nn.Module:
             settings["out_dim"],
             settings["dropout"],
         )
-    raise ValueError(f"unknown method {config['method']!r}; choose one of {METHODS}")
+    raise ValueError(f"unknown method {config['method']!r}; choose one of {TRAINED}")
 
 
 def train_fold(
@@ -114,8 +116,8 @@ def train_fold(
     log: Log | None = None,
 ) -> TrainedModel:
     log = log or (lambda _message: None)
-    if method not in METHODS:
-        raise ValueError(f"unknown method {method!r}; choose one of {METHODS}")
+    if method not in TRAINED:
+        raise ValueError(f"unknown method {method!r}; choose one of {TRAINED}")
     device = device or default_device()
     if profile.torch_threads > 0:
         torch.set_num_threads(profile.torch_threads)

@@ -8,7 +8,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from formula_assets.graph_encoder import GineEncoder
+from formula_assets.graphs.encoder import GineEncoder
 
 INITIAL_TEMPERATURE = 0.07
 MIN_TEMPERATURE = 0.01

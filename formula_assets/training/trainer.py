@@ -14,7 +14,7 @@ from typing import Any, Protocol
 import numpy as np
 import torch
 
-from formula_assets.retrieval_metrics import gold_ranks, normalise_rows
+from formula_assets.evaluation.ranking import DotScorer, gold_ranks, normalise_rows
 from formula_assets.training.losses import alignment_loss
 
 Log = Callable[[str], None]
@@ -75,8 +75,9 @@ def encode(
 
 def retrieval_quality(zs: np.ndarray, zm: np.ndarray) -> dict[str, float]:
     """MRR and R@10 in both directions, and their mean MRR (the selection criterion)."""
-    forward = gold_ranks(zs, zm).summary()
-    backward = gold_ranks(zm, zs).summary()
+    scorer = DotScorer(zs, zm)
+    forward = gold_ranks(scorer).summary()
+    backward = gold_ranks(scorer.reverse()).summary()
     return {
         "mrr_syntactic_to_semantic": forward["mrr"],
         "mrr_semantic_to_syntactic": backward["mrr"],

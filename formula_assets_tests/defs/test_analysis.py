@@ -8,18 +8,20 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from formula_assets.defs.analysis import (
+from formula_assets.core.arrow import embedding_table, with_expected_dimension
+from formula_assets.defs.analysis.correspondence_metrics import (
     correspondence_inputs_complete,
     correspondence_metrics,
     correspondence_metrics_in_range,
 )
 from formula_assets.defs.io_managers import DataLakeIOManager
-from formula_assets.defs.resources import DataLakeResource
-from formula_assets.defs.structure import structural_embeddings, structural_embeddings_valid
-from formula_assets.embedding_tables import embedding_table
-from formula_assets.opt import build_opt_graphs
-from formula_assets.quality import with_expected_dimension
-from formula_assets.wikidata.snapshot import read_snapshot_items
+from formula_assets.defs.resources.data_lake import DataLakeResource
+from formula_assets.defs.syntax.structural_embeddings import (
+    structural_embeddings,
+    structural_embeddings_valid,
+)
+from formula_assets.ingest.snapshot import read_snapshot_items
+from formula_assets.syntax.opt import build_opt_graphs
 
 ITEMS = read_snapshot_items()[:120]
 

@@ -8,7 +8,7 @@ import dagster as dg
 import pyarrow as pa
 import pytest
 
-from formula_assets.defs.ingest import (
+from formula_assets.defs.ingest.wikidata_formulae import (
     wikidata_formulae,
     wikidata_formulae_has_concepts,
     wikidata_formulae_mathml_present,
@@ -16,8 +16,8 @@ from formula_assets.defs.ingest import (
     wikidata_formulae_unique_qid,
 )
 from formula_assets.defs.io_managers import DataLakeIOManager
-from formula_assets.defs.resources import WikidataResource
-from formula_assets.wikidata import Concept, FormulaRecord, records_to_table
+from formula_assets.defs.resources.wikidata import WikidataResource
+from formula_assets.ingest.records import Concept, FormulaRecord, records_to_table
 from formula_assets_tests.sparql_server import FakeWdqs, default_world
 
 

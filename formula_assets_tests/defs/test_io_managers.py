@@ -9,7 +9,7 @@ import pyarrow as pa
 import pytest
 from upath import UPath
 
-from formula_assets import lake
+from formula_assets.core import lake
 from formula_assets.defs.io_managers import DataLakeIOManager
 
 TABLE = pa.table({"qid": ["Q1", "Q2", "Q3"], "values": [[1.0, 2.0], [3.0], []]})

@@ -2,14 +2,14 @@
 
 import pyarrow as pa
 
-from formula_assets.annotations import ANNOTATION_SCHEMA
-from formula_assets.correspondence import METRICS_SCHEMA
+from formula_assets.analysis.correspondence import METRICS_SCHEMA
+from formula_assets.core.arrow import embedding_schema
 from formula_assets.defs.metadata import COLUMN_DOCS, markdown_table, table_schema
-from formula_assets.embedding_tables import embedding_schema
-from formula_assets.evaluation import SCORE_SCHEMA
-from formula_assets.folds import FOLD_SCHEMA
-from formula_assets.opt import OPT_GRAPH_SCHEMA, REJECTED_SCHEMA
-from formula_assets.wikidata import FORMULA_SCHEMA
+from formula_assets.evaluation.table2 import SCORE_SCHEMA
+from formula_assets.ingest.records import FORMULA_SCHEMA
+from formula_assets.semantics.annotations import ANNOTATION_SCHEMA
+from formula_assets.syntax.opt import OPT_GRAPH_SCHEMA, REJECTED_SCHEMA
+from formula_assets.training.folds import FOLD_SCHEMA
 
 SCHEMAS = [
     FORMULA_SCHEMA,

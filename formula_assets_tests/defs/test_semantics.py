@@ -8,18 +8,17 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from formula_assets.core.arrow import embedding_matrix, embedding_table, with_expected_dimension
 from formula_assets.defs.io_managers import DataLakeIOManager
-from formula_assets.defs.resources import SentenceEmbedderResource
-from formula_assets.defs.semantics import (
-    concept_annotations,
+from formula_assets.defs.resources.sentence_embedder import SentenceEmbedderResource
+from formula_assets.defs.semantics.concept_annotations import concept_annotations
+from formula_assets.defs.semantics.sentence_embeddings import (
     opt_text_embeddings,
     semantic_embeddings,
     semantic_embeddings_valid,
 )
-from formula_assets.embedding_tables import embedding_matrix, embedding_table
-from formula_assets.opt import build_opt_graphs
-from formula_assets.quality import with_expected_dimension
-from formula_assets.wikidata import Concept, FormulaRecord, records_to_table
+from formula_assets.ingest.records import Concept, FormulaRecord, records_to_table
+from formula_assets.syntax.opt import build_opt_graphs
 
 RECORDS = [
     FormulaRecord(

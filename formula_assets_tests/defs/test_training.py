@@ -7,14 +7,15 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from upath import UPath
 
-from formula_assets.defs.evaluation import (
+from formula_assets.core.protocol import ALL_METHODS, DIRECTIONS
+from formula_assets.defs.evaluation.retrieval_scores import (
     retrieval_scores_beat_chance,
     retrieval_scores_complete,
     retrieval_scores_consistent,
 )
 from formula_assets.defs.io_managers import DataLakeIOManager, ModelIOManager
-from formula_assets.defs.training import cv_folds, cv_folds_cover_every_formula, fold_models
-from formula_assets.evaluation import ALL_METHODS, DIRECTIONS
+from formula_assets.defs.training.cv_folds import cv_folds, cv_folds_cover_every_formula
+from formula_assets.defs.training.fold_models import fold_models
 from formula_assets.training.artifacts import TrainedModel, load_model
 
 

@@ -11,11 +11,12 @@ import dagster as dg
 import pytest
 
 from formula_assets.defs.automation import automation_sensor, weekly_probe_schedule
-from formula_assets.defs.ingest import wikidata_formulae, wikidata_probe
+from formula_assets.defs.ingest.wikidata_formulae import wikidata_formulae
+from formula_assets.defs.ingest.wikidata_probe import wikidata_probe
 from formula_assets.defs.io_managers import DataLakeIOManager
-from formula_assets.defs.resources import WikidataResource
-from formula_assets.defs.semantics import concept_annotations
-from formula_assets.defs.syntax import parse_formulae
+from formula_assets.defs.resources.wikidata import WikidataResource
+from formula_assets.defs.semantics.concept_annotations import concept_annotations
+from formula_assets.defs.syntax.opt_graphs import parse_formulae
 from formula_assets_tests.sparql_server import FakeWdqs, math
 
 

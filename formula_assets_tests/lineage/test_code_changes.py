@@ -15,14 +15,18 @@ import pytest
 from formula_assets_tests.pipeline import ROOT, copy_pipeline, edited_package, ran, with_package
 
 DOWNSTREAM_OF_OPT = {"correspondence_metrics", "fold_models×10", "retrieval_scores", "report"}
-RENAME_POWER = {"mathml.py": lambda s: s.replace('"msup": ("power",', '"msup": ("superscript",')}
+RENAME_POWER = {
+    "syntax/mathml.py": lambda s: s.replace('"msup": ("power",', '"msup": ("superscript",')
+}
 DROP_ITEM_DESCRIPTION = {
-    "annotations.py": lambda s: s.replace(
+    "semantics/annotations.py": lambda s: s.replace(
         'candidates: list[object] = [row.get("label"), row.get("description")]',
         'candidates: list[object] = [row.get("label")]',
     )
 }
-COMMENT_ONLY = {"mathml.py": lambda s: s + "\n# a comment changes the code version, not the data\n"}
+COMMENT_ONLY = {
+    "syntax/mathml.py": lambda s: s + "\n# a comment changes the code version, not the data\n"
+}
 
 
 def code_versions(package: Path | None = None, cwd: Path = ROOT) -> dict[str, str]:
@@ -54,7 +58,7 @@ def test_code_versions_follow_the_source(tmp_path: Path) -> None:
     parser = code_versions(edited_package(tmp_path / "a", RENAME_POWER), tmp_path)
     assert changed(original, parser) == {"opt_graphs", "rejected_formulae"}
     annotations = code_versions(edited_package(tmp_path / "b", DROP_ITEM_DESCRIPTION), tmp_path)
-    assert changed(original, annotations) == {"concept_annotations", "semantic_embeddings"}
+    assert changed(original, annotations) == {"concept_annotations"}
 
 
 @pytest.mark.slow
@@ -83,7 +87,7 @@ def test_annotation_change_rebuilds_only_the_semantic_side(materialized, tmp_pat
     run = with_package(run, edited_package(tmp_path, DROP_ITEM_DESCRIPTION))
     stale = run.run("stale")
     listed = {line.split("\t")[0] for line in stale.stdout.splitlines()}
-    assert listed == {"concept_annotations", "semantic_embeddings"}
+    assert listed == {"concept_annotations"}
     refresh = run.run("refresh")
     assert refresh.returncode == 0, refresh.stderr[-2000:]
     assert ran(refresh.stdout) == {"concept_annotations", "semantic_embeddings", *DOWNSTREAM_OF_OPT}

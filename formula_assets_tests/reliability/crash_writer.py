@@ -7,7 +7,7 @@ import pyarrow as pa
 import torch
 from upath import UPath
 
-from formula_assets import lake
+from formula_assets.core import lake
 from formula_assets.training.artifacts import TrainedModel, save_model
 
 

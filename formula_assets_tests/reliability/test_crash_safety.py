@@ -18,7 +18,7 @@ import pytest
 import torch
 from upath import UPath
 
-from formula_assets import lake
+from formula_assets.core import lake
 from formula_assets.training.artifacts import load_model, save_model
 from formula_assets_tests.reliability.crash_writer import model, table
 

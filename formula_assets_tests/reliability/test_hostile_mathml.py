@@ -18,8 +18,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from formula_assets.mathml import MathMLError, parse_mathml
-from formula_assets.opt import build_opt_graphs
+from formula_assets.syntax.mathml import MathMLError, parse_mathml
+from formula_assets.syntax.opt import build_opt_graphs
 
 SECRET = "formula-assets-secret-7f3a"
 
@@ -233,7 +233,7 @@ def test_random_mathml_like_markup_raises_only_mathml_error(text: str) -> None:
 
 def test_undecodable_text_in_a_record_is_stored_not_crashed() -> None:
     """A dump's JSON may hold lone surrogate escapes; the table keeps U+FFFD instead."""
-    from formula_assets.wikidata import FormulaRecord, records_to_table
+    from formula_assets.ingest.records import FormulaRecord, records_to_table
 
     record = FormulaRecord(qid="Q1", label="bad \udcff label", description=None, mathml="<math/>")
     table = records_to_table([record])

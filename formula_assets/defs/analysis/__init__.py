@@ -1,0 +1,1 @@
+"""Group `analysis`: the raw syntax–semantics correspondence (Table 1)."""

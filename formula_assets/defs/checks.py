@@ -1,0 +1,39 @@
+"""Domain check outcomes → Dagster check results, and the checks every table contract gets.
+
+Outside every code version (see `core.versioning`): a check judges data, it never makes it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import dagster as dg
+
+from formula_assets.core.checks import Outcome
+
+
+def check_result(
+    outcome: Outcome,
+    severity: dg.AssetCheckSeverity = dg.AssetCheckSeverity.ERROR,
+    **keys: object,
+) -> dg.AssetCheckResult:
+    metadata = {"summary": outcome.description}
+    for key, value in outcome.metadata.items():
+        metadata[key] = ", ".join(map(str, value)) if isinstance(value, list) else value
+    return dg.AssetCheckResult(
+        passed=outcome.passed,
+        severity=severity,
+        description=outcome.description,
+        metadata=metadata,
+        **keys,  # type: ignore[arg-type]
+    )
+
+
+def schema_contract(
+    assets: Sequence[dg.AssetsDefinition | dg.AssetKey | str],
+) -> Sequence[dg.AssetChecksDefinition]:
+    """A warning when a table's columns or types differ from its previous materialization:
+    the Parquet columns are what users and downstream code depend on."""
+    return dg.build_column_schema_change_checks(
+        assets=list(assets), severity=dg.AssetCheckSeverity.WARN
+    )

@@ -1,0 +1,1 @@
+"""Group `evaluation`: retrieval scores (Table 2) and the report."""

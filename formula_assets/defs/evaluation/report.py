@@ -1,0 +1,103 @@
+"""`report`: one self-contained report of Tables 1 and 2, in HTML and Markdown."""
+
+from datetime import UTC, datetime
+
+import dagster as dg
+import pyarrow as pa
+
+from formula_assets.analysis.figures import FIGURE_DIR
+from formula_assets.core.hashing import bytes_hash
+from formula_assets.core.versioning import code_version
+from formula_assets.defs.automation import AUTOMATION
+from formula_assets.defs.history import latest_materialization, metadata_value, versions
+from formula_assets.defs.resources.data_lake import DataLakeResource
+
+REPORT_DIR = ("report",)
+INPUTS = (
+    "wikidata_formulae",
+    "opt_graphs",
+    "rejected_formulae",
+    "structural_embeddings",
+    "concept_annotations",
+    "semantic_embeddings",
+    "opt_text_embeddings",
+    "correspondence_metrics",
+    "cv_folds",
+    "fold_models",
+    "retrieval_scores",
+)
+
+
+@dg.asset(
+    name="report",
+    group_name="evaluation",
+    code_version=code_version(__name__),
+    automation_condition=AUTOMATION,
+    kinds={"html", "markdown"},
+    owners=["team:formula-assets"],
+)
+def report_document(
+    context: dg.AssetExecutionContext,
+    data_lake: DataLakeResource,
+    wikidata_formulae: pa.Table,
+    opt_graphs: pa.Table,
+    rejected_formulae: pa.Table,
+    cv_folds: pa.Table,
+    correspondence_metrics: pa.Table,
+    retrieval_scores: pa.Table,
+    fold_models: dict,
+) -> dg.MaterializeResult:
+    """Tables 1 and 2 beside the paper, figures, data sizes, folds, settings and versions."""
+    from formula_assets.evaluation.significance import Comparison
+    from formula_assets.reporting import content, document
+
+    instance = context.instance
+    semantic = latest_materialization(instance, "semantic_embeddings")
+    scores = latest_materialization(instance, "retrieval_scores")
+    figure_dir = data_lake.path(*FIGURE_DIR)
+    built = content.build_report(
+        content.ReportInputs(
+            formulae=wikidata_formulae,
+            graphs=opt_graphs,
+            rejected=rejected_formulae,
+            folds=cv_folds,
+            metrics=correspondence_metrics,
+            scores=retrieval_scores,
+            models=[
+                content.TrainedSummary(m.method, m.fold, m.config, m.history)
+                for m in fold_models.values()
+            ],
+            embedding={
+                name: metadata_value(semantic, name, "—")
+                for name in ("model", "model_identity", "aggregation")
+            },
+            ensemble_weights=metadata_value(scores, "ensemble_weights", {}),
+            significance=[
+                Comparison(**test) for test in metadata_value(scores, "significance_tests", [])
+            ],
+            versions=[versions(instance, key) for key in INPUTS],
+            correspondence_figures={
+                name: (figure_dir / name).read_bytes()
+                for name in content.CORRESPONDENCE_FIGURES
+                if (figure_dir / name).exists()
+            },
+            packages=document.package_versions(),
+        )
+    )
+    for name, png in built.figures.items():
+        data_lake.write_bytes(png, *REPORT_DIR, name)
+    content_hash = bytes_hash(document.to_markdown(content.TITLE, built.blocks))
+    generated = document.Paragraph(f"Generated {datetime.now(UTC).isoformat(timespec='seconds')}.")
+    html_text = document.to_html(content.TITLE, [generated, *built.blocks])
+    markdown_text = document.to_markdown(content.TITLE, [generated, *built.blocks])
+    html_path = data_lake.write_bytes(html_text.encode(), *REPORT_DIR, "report.html")
+    md_path = data_lake.write_bytes(markdown_text.encode(), *REPORT_DIR, "report.md")
+    return dg.MaterializeResult(
+        data_version=dg.DataVersion(content_hash),
+        metadata={
+            "html": dg.MetadataValue.path(str(html_path)),
+            "markdown": dg.MetadataValue.path(str(md_path)),
+            "html_bytes": len(html_text),
+            "sections": sum(1 for b in built.blocks if isinstance(b, document.Heading)),
+        },
+    )

@@ -1,0 +1,1 @@
+"""Group `ingest`: the Wikidata change probe and the formula items."""

@@ -1,0 +1,1 @@
+"""Group `semantics`: annotation texts and their sentence-transformer vectors."""

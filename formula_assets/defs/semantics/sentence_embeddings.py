@@ -1,0 +1,133 @@
+"""`semantic_embeddings` and `opt_text_embeddings`: sentence-transformer vectors of each
+formula's annotation texts (summed, the paper's X_sem) and of its linearised OPT.
+
+Both embed with the same model, through the same cache; the model named by the settings is
+part of their code version (`semantics.models` declares it).
+"""
+
+import dagster as dg
+import pyarrow as pa
+from pydantic import Field
+
+from formula_assets.core.arrow import with_expected_dimension
+from formula_assets.core.checks import vectors_valid
+from formula_assets.core.hashing import table_content_hash
+from formula_assets.core.versioning import code_version
+from formula_assets.defs.automation import AUTOMATION
+from formula_assets.defs.checks import check_result
+from formula_assets.defs.resources.sentence_embedder import SentenceEmbedderResource
+from formula_assets.semantics.models import ProgressLog
+from formula_assets.semantics.tables import opt_text_vectors, semantic_vectors, with_model
+
+OWNERS = ["team:formula-assets"]
+
+
+class EmbeddingConfig(dg.Config):
+    model: str | None = Field(
+        default=None,
+        description="sentence-transformers id or local folder. Default: "
+        "FORMULA_ASSETS_EMBEDDING_MODEL, else the packaged all-MiniLM-L6-v2. "
+        "The paper used sentence-transformers/all-mpnet-base-v2.",
+    )
+
+
+class SemanticEmbeddingConfig(EmbeddingConfig):
+    aggregation: str = Field(
+        default="sum", description="sum (the paper's X_sem = Σ e) or mean of the text vectors."
+    )
+
+
+def _embedding_metadata(embedder, stats, table: pa.Table) -> dict:
+    return {
+        "model": embedder.spec.name,
+        "model_identity": embedder.spec.identity,
+        "model_origin": embedder.spec.origin,
+        "dimension": embedder.dimension,
+        "texts": stats.texts,
+        "distinct_texts": stats.distinct,
+        "from_cache": stats.cached,
+        "newly_embedded": stats.embedded,
+        "seconds": round(stats.seconds, 2),
+        "formulae": table.num_rows,
+    }
+
+
+@dg.asset(
+    group_name="semantics",
+    code_version=code_version(__name__),
+    automation_condition=AUTOMATION,
+    kinds={"pytorch", "parquet"},
+    owners=OWNERS,
+)
+def semantic_embeddings(
+    context: dg.AssetExecutionContext,
+    config: SemanticEmbeddingConfig,
+    sentence_embedder: SentenceEmbedderResource,
+    concept_annotations: pa.Table,
+):
+    """X_sem per formula: the sum of its annotation texts' sentence-transformer vectors."""
+    embedder = sentence_embedder.embedder(config.model)
+    cache = sentence_embedder.cache(embedder, context.log.warning)
+    table, stats, skipped = semantic_vectors(
+        concept_annotations,
+        embedder,
+        cache,
+        config.aggregation,
+        ProgressLog(context.log.info, "embedding annotation texts"),
+    )
+    if skipped:
+        context.log.warning(f"{len(skipped)} formulae have no annotation text: {skipped[:10]}")
+    table = with_expected_dimension(table, embedder.dimension)
+    table = with_model(table, embedder.spec.name, embedder.spec.identity)
+    context.log.info(
+        f"{stats.embedded:,} texts embedded, {stats.cached:,} from cache, {stats.seconds:.1f} s"
+    )
+    return dg.Output(
+        table,
+        data_version=dg.DataVersion(table_content_hash(table)),
+        metadata={
+            **_embedding_metadata(embedder, stats, table),
+            "aggregation": config.aggregation,
+            "without_texts": len(skipped),
+        },
+    )
+
+
+@dg.asset(
+    group_name="semantics",
+    code_version=code_version(__name__),
+    automation_condition=AUTOMATION,
+    kinds={"pytorch", "parquet"},
+    owners=OWNERS,
+)
+def opt_text_embeddings(
+    context: dg.AssetExecutionContext,
+    config: EmbeddingConfig,
+    sentence_embedder: SentenceEmbedderResource,
+    opt_graphs: pa.Table,
+):
+    """The sentence-transformer vector of each linearised OPT, for the dual-encoder baselines."""
+    embedder = sentence_embedder.embedder(config.model)
+    cache = sentence_embedder.cache(embedder, context.log.warning)
+    table, stats = opt_text_vectors(
+        opt_graphs, embedder, cache, ProgressLog(context.log.info, "embedding linearised OPTs")
+    )
+    table = with_expected_dimension(table, embedder.dimension)
+    table = with_model(table, embedder.spec.name, embedder.spec.identity)
+    return dg.Output(
+        table,
+        data_version=dg.DataVersion(table_content_hash(table)),
+        metadata=_embedding_metadata(embedder, stats, table),
+    )
+
+
+@dg.asset_check(asset=semantic_embeddings, blocking=True)
+def semantic_embeddings_valid(semantic_embeddings: pa.Table) -> dg.AssetCheckResult:
+    """Finite vectors of the model's width, none all-zero."""
+    return check_result(vectors_valid(semantic_embeddings))
+
+
+@dg.asset_check(asset=opt_text_embeddings, blocking=True)
+def opt_text_embeddings_valid(opt_text_embeddings: pa.Table) -> dg.AssetCheckResult:
+    """Finite vectors of the model's width, none all-zero."""
+    return check_result(vectors_valid(opt_text_embeddings))

@@ -1,0 +1,1 @@
+"""Group `syntax`: operator trees, rejected formulae and training-free structural vectors."""

@@ -1,0 +1,61 @@
+"""`structural_embeddings`: a training-free structural vector per formula."""
+
+from typing import Literal
+
+import dagster as dg
+import pyarrow as pa
+from pydantic import Field
+
+from formula_assets.core.arrow import embedding_table, with_expected_dimension
+from formula_assets.core.checks import vectors_valid
+from formula_assets.core.hashing import table_content_hash
+from formula_assets.core.versioning import code_version
+from formula_assets.defs.automation import AUTOMATION
+from formula_assets.defs.checks import check_result
+from formula_assets.syntax.structural import DEFAULT_DIMENSIONS
+
+
+class StructuralConfig(dg.Config):
+    method: Literal["wl_svd", "random_gine"] = Field(
+        default="wl_svd",
+        description="wl_svd: Weisfeiler–Lehman subtree features + TF-IDF + TruncatedSVD; "
+        "random_gine: the paper's GINE encoder with fixed-seed untrained weights.",
+    )
+    dimensions: int = Field(default=DEFAULT_DIMENSIONS, description="Vector width.")
+    seed: int = Field(default=0, description="Seed of the SVD or of the random GINE weights.")
+
+
+@dg.asset(
+    group_name="syntax",
+    code_version=code_version(__name__),
+    automation_condition=AUTOMATION,
+    kinds={"scikitlearn", "parquet"},
+    owners=["team:formula-assets"],
+)
+def structural_embeddings(
+    context: dg.AssetExecutionContext, config: StructuralConfig, opt_graphs: pa.Table
+):
+    """A training-free structural vector per formula (WL subtree features + SVD by default)."""
+    from formula_assets.graphs.structural import structural_embeddings as embed
+
+    matrix = embed(opt_graphs, config.method, config.dimensions, config.seed)
+    table = with_expected_dimension(
+        embedding_table(opt_graphs.column("qid").to_pylist(), matrix), config.dimensions
+    )
+    context.log.info(f"{table.num_rows:,} structural vectors ({config.method})")
+    return dg.Output(
+        table,
+        data_version=dg.DataVersion(table_content_hash(table)),
+        metadata={
+            "method": config.method,
+            "dimension": config.dimensions,
+            "seed": config.seed,
+            "formulae": table.num_rows,
+        },
+    )
+
+
+@dg.asset_check(asset=structural_embeddings, blocking=True)
+def structural_embeddings_valid(structural_embeddings: pa.Table) -> dg.AssetCheckResult:
+    """Finite vectors of the configured width, none all-zero."""
+    return check_result(vectors_valid(structural_embeddings))

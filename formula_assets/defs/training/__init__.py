@@ -1,0 +1,1 @@
+"""Group `training`: cross-validation folds and the trained fold models."""

@@ -1,0 +1,75 @@
+"""`fold_models`: one trained aligner per fold × method, early-stopped on validation."""
+
+import dagster as dg
+import pyarrow as pa
+from pydantic import Field
+
+from formula_assets.core import profiles
+from formula_assets.core.protocol import FOLDS, TRAINED
+from formula_assets.core.versioning import code_version
+from formula_assets.defs import metadata
+from formula_assets.defs.automation import AUTOMATION
+
+OWNERS = ["team:formula-assets"]
+FOLD_MODEL_PARTITIONS = dg.MultiPartitionsDefinition(
+    {
+        "fold": dg.StaticPartitionsDefinition([str(f) for f in FOLDS]),
+        "method": dg.StaticPartitionsDefinition(list(TRAINED)),
+    }
+)
+
+
+class TrainingConfig(dg.Config):
+    profile: str | None = Field(
+        default=None,
+        description="smoke | default | paper. Default: FORMULA_ASSETS_PROFILE, else default.",
+    )
+
+
+@dg.asset(
+    group_name="training",
+    partitions_def=FOLD_MODEL_PARTITIONS,
+    io_manager_key="model_io_manager",
+    code_version=code_version(__name__),
+    automation_condition=AUTOMATION,
+    kinds={"pytorch", "safetensors"},
+    owners=OWNERS,
+    pool="training",
+)
+def fold_models(
+    context: dg.AssetExecutionContext,
+    config: TrainingConfig,
+    cv_folds: pa.Table,
+    opt_graphs: pa.Table,
+    semantic_embeddings: pa.Table,
+    opt_text_embeddings: pa.Table,
+):
+    """A contrastive aligner per fold × method, early-stopped on validation, never on test."""
+    from formula_assets.training import artifacts, methods
+
+    keys = context.partition_key.keys_by_dimension
+    fold, method = int(keys["fold"]), keys["method"]
+    profile = profiles.get_profile(config.profile)
+    data = methods.alignment_data(cv_folds, opt_graphs, semantic_embeddings, opt_text_embeddings)
+    trained = methods.train_fold(method, fold, data, profile, log=context.log.info)
+    best = trained.history[trained.config["best_epoch"] - 1] if trained.history else {}
+    return dg.Output(
+        trained,
+        data_version=dg.DataVersion(artifacts.content_hash(trained)),
+        metadata={
+            "method": method,
+            "fold": fold,
+            "profile": profile.name,
+            "seed": trained.config["seed"],
+            "device": trained.config["device"],
+            "best_epoch": trained.config["best_epoch"],
+            "epochs_run": trained.config["epochs_run"],
+            "best_validation_mrr": trained.config["best_validation_mrr"],
+            "validation_recall_at_10": best.get(
+                "validation_recall_at_10_syntactic_to_semantic", 0.0
+            ),
+            "train_seconds": trained.config["train_seconds"],
+            "split_sizes": dg.MetadataValue.json(trained.config["split_sizes"]),
+            "training_curve": metadata.training_curve(trained.history),
+        },
+    )

@@ -1,0 +1,74 @@
+"""The score ensemble: weights of its members chosen on validation data, never on test.
+
+A weighted sum of the members' scores, weights on a grid (step 0.1, summing to 1), the best
+mean MRR over both directions on the given (validation) scorers; ties keep the first weighting.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+
+import numpy as np
+
+from formula_assets.evaluation.ranking import MatrixScorer, Scorer, WeightedScorer, gold_ranks
+
+WEIGHT_STEP = 0.1
+
+# Weight selection ranks at most this many validation queries per combination (all
+# validation formulae stay candidates): enough to choose among 66 weightings, bounded at scale.
+MAX_SELECTION_QUERIES = 3000
+
+
+def _mean_mrr(scorer: Scorer, reverse: Scorer, rows: np.ndarray) -> float:
+    """Mean MRR over both directions: the ensemble's selection criterion."""
+    forward = gold_ranks(scorer, rows).summary()["mrr"]
+    backward = gold_ranks(reverse, rows).summary()["mrr"]
+    return (forward + backward) / 2
+
+
+def _weight_grid(members: int, step: float = WEIGHT_STEP) -> list[tuple[float, ...]]:
+    ticks = round(1 / step)
+    return [
+        tuple(c / ticks for c in combo)
+        for combo in itertools.product(range(ticks + 1), repeat=members)
+        if sum(combo) == ticks
+    ]
+
+
+def choose_weights(
+    validation: Sequence[Scorer | np.ndarray],
+    reverse: Sequence[Scorer | np.ndarray] | None = None,
+    rng: np.random.Generator | None = None,
+) -> tuple[float, ...]:
+    """Weights (summing to 1, step 0.1) maximising validation MRR; ties keep the first.
+
+    Members are scorers (or plain score matrices); `reverse` scores the other direction
+    (default: the transposed matrices).
+    """
+    forward = [_as_scorer(m) for m in validation]
+    backward = (
+        [_as_scorer(m) for m in reverse]
+        if reverse is not None
+        else [_as_scorer(np.asarray(m).T) for m in validation]
+    )
+    n = forward[0].size
+    rows = np.arange(n)
+    if n > MAX_SELECTION_QUERIES:
+        rng = rng or np.random.default_rng(0)
+        rows = np.sort(rng.choice(n, MAX_SELECTION_QUERIES, replace=False))
+    best, best_quality = None, -1.0
+    for weights in _weight_grid(len(forward)):
+        quality = _mean_mrr(
+            WeightedScorer(list(zip(weights, forward, strict=True))),
+            WeightedScorer(list(zip(weights, backward, strict=True))),
+            rows,
+        )
+        if quality > best_quality + 1e-12:
+            best, best_quality = weights, quality
+    assert best is not None
+    return best
+
+
+def _as_scorer(member: Scorer | np.ndarray) -> Scorer:
+    return MatrixScorer(member) if isinstance(member, np.ndarray) else member

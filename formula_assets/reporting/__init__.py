@@ -1,0 +1,1 @@
+"""The report: its content, its renderers (HTML and Markdown) and the figures."""

@@ -1,0 +1,2 @@
+"""Stage `semantics`: annotation texts, sentence-transformer models, the embedding cache and
+the embedding tables."""

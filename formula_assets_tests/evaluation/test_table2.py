@@ -1,0 +1,98 @@
+"""Retrieval evaluation: every row, the ensemble chosen on validation only, Table 2, tests."""
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from formula_assets.core.profiles import get_profile
+from formula_assets.core.protocol import ALL_METHODS, DIRECTIONS, ENSEMBLE_MEMBERS, FOLDS
+from formula_assets.core.protocol import TRAINED as METHODS
+from formula_assets.evaluation.ensemble import choose_weights
+from formula_assets.evaluation.inputs import evaluation_inputs
+from formula_assets.evaluation.significance import significance
+from formula_assets.evaluation.table2 import evaluate, table_2
+from formula_assets.training.artifacts import embeddings_table
+from formula_assets.training.methods import alignment_data, train_fold
+
+PROFILE = dataclasses.replace(get_profile("smoke"), validation_fraction=0.2)
+
+
+@pytest.fixture(scope="module")
+def inputs(small_corpus):
+    c = small_corpus
+    return evaluation_inputs(c.folds, c.graphs, c.annotations, c.semantic, c.opt_text)
+
+
+@pytest.fixture(scope="module")
+def models(small_corpus):
+    data = alignment_data(
+        small_corpus.folds, small_corpus.graphs, small_corpus.semantic, small_corpus.opt_text
+    )
+    return {(f, m): train_fold(m, f, data, PROFILE) for f in FOLDS for m in METHODS}
+
+
+@pytest.fixture(scope="module")
+def evaluation(inputs, models):
+    return evaluate(inputs, models)
+
+
+def test_every_fold_method_and_direction(evaluation, models) -> None:
+    rows = evaluation.scores.to_pylist()
+    assert len(rows) == len(FOLDS) * len(ALL_METHODS) * len(DIRECTIONS)
+    for row in rows:
+        assert 0 <= row["recall_at_1"] <= row["recall_at_5"] <= row["recall_at_10"] <= 1
+        test_size = models[(row["fold"], "sbert_dual_cl")].config["split_sizes"]["test"]
+        assert row["candidates"] == test_size
+
+
+def test_trained_methods_beat_bm25(evaluation) -> None:
+    summary = {(r["method"], r["direction"]): r for r in table_2(evaluation.scores)}
+    for direction in DIRECTIONS:
+        assert summary[("score_ensemble", direction)]["mrr"] > summary[("bm25", direction)]["mrr"]
+        assert summary[("sbert_dual_cl", direction)]["mrr"] > summary[("bm25", direction)]["mrr"]
+    assert summary[("graph_text_cl", DIRECTIONS[0])]["paper"] == (0.238, 0.444, 0.574, 0.345)
+
+
+def test_ensemble_weights_never_see_the_test_fold(inputs, models, evaluation) -> None:
+    """Scrambling every test-fold vector leaves the chosen weights exactly as they were."""
+    rng = np.random.default_rng(0)
+    scrambled = {}
+    for key, model in models.items():
+        table = model.embeddings
+        splits = table["split"].to_pylist()
+        qids, structural, semantic = (
+            table["qid"].to_pylist(),
+            *(
+                np.stack(table[c].to_numpy(zero_copy_only=False))
+                for c in ("structural", "semantic")
+            ),
+        )
+        test = np.array([s == "test" for s in splits])
+        structural[test] = rng.normal(size=structural[test].shape)
+        semantic[test] = rng.normal(size=semantic[test].shape)
+        scrambled[key] = dataclasses.replace(
+            model, embeddings=embeddings_table(qids, splits, structural, semantic)
+        )
+    again = evaluate(inputs, scrambled)
+    assert again.ensemble_weights == evaluation.ensemble_weights
+    assert set(evaluation.ensemble_weights) == set(FOLDS)
+    for weights in evaluation.ensemble_weights.values():
+        assert set(weights) == set(ENSEMBLE_MEMBERS)
+        assert sum(weights.values()) == pytest.approx(1.0)
+
+
+def test_choose_weights_prefers_the_informative_member() -> None:
+    n = 30
+    perfect = np.eye(n)
+    noise = np.random.default_rng(1).normal(size=(n, n))
+    assert choose_weights([noise, perfect]) == (0.0, 1.0)
+
+
+def test_significance_pairs_every_trained_method_with_every_baseline(evaluation) -> None:
+    comparisons = significance(evaluation)
+    assert len(comparisons) == 3 * 2 * 2
+    for c in comparisons:
+        assert 0 <= c.wilcoxon_p <= 1
+    dual_vs_bm25 = [c for c in comparisons if (c.method, c.baseline) == ("sbert_dual_cl", "bm25")]
+    assert all(c.mean_rr_difference > 0 for c in dual_vs_bm25)

@@ -1,0 +1,436 @@
+"""Streaming formula items out of a Wikidata JSON dump, in every compression it ships in."""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+import json
+import tracemalloc
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+import pytest
+from latex2mathml.converter import convert
+
+from formula_assets.ingest import dump as dump_module
+from formula_assets.ingest.dump import (
+    DumpError,
+    dump_records,
+    enwiki_url,
+    scan_dump,
+    tex_to_mathml,
+)
+from formula_assets.ingest.records import Concept, FormulaRecord
+from formula_assets.ingest.snapshot import paper_folds
+
+NOW = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
+FOLDED_QID = "Q4721378"  # in the paper's folds, so its row must carry the published fold
+SUFFIXES = (".json", ".json.gz", ".json.bz2")
+Json = dict[str, Any]
+
+
+# --- a tiny dump writer in Wikidata's layout ---------------------------------------------------
+
+
+def _entity(
+    qid: str,
+    label: str | None = None,
+    description: str | None = None,
+    claims: dict[str, list[Json]] | None = None,
+    enwiki: str | None = None,
+    descriptions: Json | None = None,
+) -> Json:
+    """An item as the dump writes it: empty maps are `[]`."""
+    return {
+        "type": "item",
+        "id": qid,
+        "labels": {"en": {"language": "en", "value": label}} if label else [],
+        "descriptions": descriptions
+        if descriptions is not None
+        else ({"en": {"language": "en", "value": description}} if description else []),
+        "claims": claims or [],
+        "sitelinks": {"enwiki": {"site": "enwiki", "title": enwiki, "badges": []}}
+        if enwiki
+        else [],
+    }
+
+
+def _item_snak(prop: str, qid: str) -> Json:
+    value = {"entity-type": "item", "numeric-id": int(qid[1:]), "id": qid}
+    return {
+        "snaktype": "value",
+        "property": prop,
+        "datavalue": {"value": value, "type": "wikibase-entityid"},
+        "datatype": "wikibase-item",
+    }
+
+
+def _math_snak(prop: str, tex: str) -> Json:
+    return {
+        "snaktype": "value",
+        "property": prop,
+        "datavalue": {"value": tex, "type": "string"},
+        "datatype": "math",
+    }
+
+
+def _unknown(prop: str) -> Json:
+    return {"snaktype": "somevalue", "property": prop, "datatype": "math"}
+
+
+def _statement(mainsnak: Json, symbols: list[Json] | None = None, rank: str = "normal") -> Json:
+    statement: Json = {"mainsnak": mainsnak, "type": "statement", "rank": rank}
+    if symbols is not None:
+        statement["qualifiers"] = {"P7235": symbols}
+        statement["qualifiers-order"] = ["P7235"]
+    return statement
+
+
+def _formula(tex: str, rank: str = "normal") -> Json:
+    return _statement(_math_snak("P2534", tex), rank=rank)
+
+
+def _part(qid: str, *symbols: str, prop: str = "P527", rank: str = "normal") -> Json:
+    return _statement(_item_snak(prop, qid), [_math_snak("P7235", s) for s in symbols], rank)
+
+
+def _line(entity: Json) -> str:
+    return json.dumps(entity, ensure_ascii=False, separators=(",", ":"))
+
+
+def _write(path: Path, lines: list[str], brackets: bool = True) -> Path:
+    """One entity per line; inside an array every entity but the last has a trailing comma."""
+    text = "[\n" + ",\n".join(lines) + "\n]\n" if brackets else "\n".join(lines) + "\n"
+    opener: Callable[..., Any] = {".gz": gzip.open, ".bz2": bz2.open}.get(path.suffix, open)
+    with opener(path, "wt", encoding="utf-8") as fh:
+        fh.write(text)
+    return path
+
+
+MALFORMED = '{"type":"item","id":"Q402","claims":{"P2534":[{"mainsnak":'
+
+
+def _sample_lines() -> list[str]:
+    property_entity = {
+        "type": "property",
+        "datatype": "math",
+        "id": "P2534",
+        "labels": {"en": {"language": "en", "value": "defining formula"}},
+    }
+    energy = _entity("Q11", "energy", "quantitative property")  # before the items needing it
+    force = _entity("Q16", "force", "influence that changes motion")
+    mass_energy = _entity(
+        FOLDED_QID,
+        "mass–energy equivalence",
+        "relation between mass and energy",
+        {
+            "P31": [_statement(_item_snak("P31", "Q5"))],
+            "P2534": [_formula("E = mc^2")],
+            "P527": [
+                _part("Q11", "E"),
+                _part("Q12", "m"),
+                _part("Q13", "c"),
+                _part("Q14", "x", rank="deprecated"),
+                _statement(
+                    {"snaktype": "somevalue", "property": "P527"}, [_math_snak("P7235", "k")]
+                ),
+            ],
+            "P4934": [_part("Q11", "E", prop="P4934")],  # exact duplicate of a P527 pair
+        },
+        enwiki="Mass–energy equivalence (Einstein's)",
+    )
+    not_formula = _entity("Q400", "tool", "a part list", {"P527": [_part("Q18", "t")]})
+    deprecated_only = _entity(
+        "Q401", "retracted", None, {"P2534": [_formula("a = b", rank="deprecated")]}
+    )
+    newton = _entity(
+        "Q200",
+        "Newton's second law",
+        None,
+        {
+            "P2534": [
+                _formula("F = 0", rank="deprecated"),
+                _formula("F = ma"),
+                _formula(r"F = \frac{dp}{dt}", rank="preferred"),
+            ],
+            "P527": [
+                _part("Q12", "m", "M"),
+                _part("Q15", "x^"),  # latex2mathml rejects a dangling superscript
+                _statement(
+                    _item_snak("P527", "Q16"), [_unknown("P7235"), _math_snak("P7235", "F")]
+                ),
+                _part("Q17", "a"),  # Q17 is nowhere in the dump
+            ],
+        },
+    )
+    broken = _entity(
+        "Q300",
+        "broken formula",
+        "formula whose TeX does not convert",
+        {"P2534": [_formula("\\frac{"), _formula("x = 1"), _statement(_unknown("P2534"))]},
+    )
+    mass = _entity("Q12", "mass", "property of matter")  # after the items needing it
+    light = _entity(
+        "Q13", "speed of light", descriptions={"de": {"language": "de", "value": "Naturkonstante"}}
+    )
+    unknown_x = _entity("Q15", "displacement", "vector quantity")
+    filler = _entity("Q999", "filler", "unrelated", {"P31": [_statement(_item_snak("P31", "Q5"))]})
+    return [
+        _line(property_entity),
+        _line(energy),
+        _line(force),
+        _line(mass_energy),
+        _line(not_formula),
+        _line(deprecated_only),
+        MALFORMED,
+        _line(newton),
+        _line(broken),
+        _line(mass),
+        _line(light),
+        _line(unknown_x),
+        _line(filler),
+    ]
+
+
+def _expected() -> list[FormulaRecord]:
+    def c(qid: str, label: str | None, description: str | None, tex: str) -> Concept:
+        return Concept(qid, label, description, convert(tex))
+
+    return [
+        FormulaRecord(
+            qid="Q200",
+            label="Newton's second law",
+            description=None,
+            mathml=convert(r"F = \frac{dp}{dt}"),
+            tex=r"F = \frac{dp}{dt}",
+            concepts=[
+                c("Q12", "mass", "property of matter", "M"),
+                c("Q12", "mass", "property of matter", "m"),
+                Concept("Q15", "displacement", "vector quantity", None),
+                c("Q16", "force", "influence that changes motion", "F"),
+                c("Q17", None, None, "a"),
+            ],
+            source="dump",
+            enwiki=None,
+            paper_fold=None,
+            retrieved_at=NOW,
+            notes=[
+                "symbol 'x^' of Q15 not converted to MathML (MissingSuperScriptOrSubscriptError)",
+                "unknown-value symbol of Q16 skipped",
+                "concept Q17 not in the dump: no label or description",
+            ],
+        ),
+        FormulaRecord(
+            qid="Q300",
+            label="broken formula",
+            description="formula whose TeX does not convert",
+            mathml=None,
+            tex="\\frac{",
+            concepts=[],
+            source="dump",
+            retrieved_at=NOW,
+            notes=[
+                "unknown-value defining formula skipped",
+                "2 defining formulas of the best rank; kept the first",
+                "defining formula TeX not converted to MathML (NoAvailableTokensError)",
+            ],
+        ),
+        FormulaRecord(
+            qid=FOLDED_QID,
+            label="mass–energy equivalence",
+            description="relation between mass and energy",
+            mathml=convert("E = mc^2"),
+            tex="E = mc^2",
+            concepts=[
+                c("Q11", "energy", "quantitative property", "E"),
+                c("Q12", "mass", "property of matter", "m"),
+                c("Q13", "speed of light", None, "c"),
+            ],
+            source="dump",
+            enwiki="https://en.wikipedia.org/wiki/Mass%E2%80%93energy_equivalence_(Einstein%27s)",
+            paper_fold=paper_folds()[FOLDED_QID],
+            retrieved_at=NOW,
+            notes=["P527 statement with an unknown-value concept skipped"],
+        ),
+    ]
+
+
+# --- extraction ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("suffix", SUFFIXES)
+def test_dump_rows_match_exactly(tmp_path: Path, suffix: str) -> None:
+    path = _write(tmp_path / f"latest-all{suffix}", _sample_lines())
+    messages: list[str] = []
+
+    scan = scan_dump(path, messages.append, lambda: NOW)
+
+    assert scan.records == _expected()
+    assert all(r.mathml is None or r.mathml.startswith("<math") for r in scan.records)
+    assert all(
+        c.symbol_mathml is None or c.symbol_mathml.startswith("<math")
+        for r in scan.records
+        for c in r.concepts
+    )
+    assert (scan.lines, scan.bad_lines, scan.second_pass) == (15, 1, True)
+    assert scan.notes == ["1 malformed dump line(s) skipped", "1 concept(s) not in the dump"]
+    assert any(m.startswith("dump line 8 skipped: not JSON") for m in messages)
+    assert "dump pass 2: looking for 3 concept(s) not found after pass 1" in messages
+    assert messages[-1].startswith("dump read: 15 lines, ")
+    assert "3 formula items" in messages[-1]
+    assert "1 malformed dump line(s) skipped" in messages[-1]
+
+
+def test_dump_records_returns_the_rows(tmp_path: Path) -> None:
+    path = _write(tmp_path / "dump.json.gz", _sample_lines())
+    assert dump_records(path, now=lambda: NOW) == _expected()
+
+
+def test_bare_lines_without_brackets(tmp_path: Path) -> None:
+    path = _write(tmp_path / "dump.json", _sample_lines(), brackets=False)
+    assert dump_records(path, now=lambda: NOW) == _expected()
+
+
+def test_no_second_pass_when_concepts_follow(tmp_path: Path) -> None:
+    item = _entity("Q7", "x", None, {"P2534": [_formula("y = x")], "P527": [_part("Q8", "x")]})
+    path = _write(tmp_path / "d.json", [_line(item), _line(_entity("Q8", "ex", "a variable"))])
+    scan = scan_dump(path, now=lambda: NOW)
+    assert not scan.second_pass
+    assert scan.records[0].concepts == [Concept("Q8", "ex", "a variable", convert("x"))]
+
+
+def test_progress_is_logged(tmp_path: Path) -> None:
+    path = _write(tmp_path / "d.json", _sample_lines())
+    messages: list[str] = []
+    dump_records(path, messages.append, lambda: NOW, progress_every=5)
+    assert "dump pass 1: 5 lines read, 1 formula items, 0/3 concepts found" in messages
+    assert any(m.startswith("dump pass 2: 10 lines read") for m in messages)
+
+
+def test_retrieved_at_is_utc(tmp_path: Path) -> None:
+    path = _write(tmp_path / "d.json", _sample_lines())
+    plus_two = timezone(timedelta(hours=2))
+    records = dump_records(path, now=lambda: datetime(2024, 5, 1, 14, 0, tzinfo=plus_two))
+    assert {r.retrieved_at for r in records} == {NOW}
+    assert all(r.retrieved_at is not None and r.retrieved_at.tzinfo is UTC for r in records)
+    assert dump_records(path)[0].retrieved_at.tzinfo is UTC  # type: ignore[union-attr]
+    with pytest.raises(ValueError, match="timezone-aware"):
+        dump_records(path, now=lambda: datetime(2024, 5, 1))
+
+
+def test_no_latex2mathml_exception_escapes(monkeypatch: pytest.MonkeyPatch) -> None:
+    def explode(_tex: str) -> str:
+        raise RecursionError("maximum recursion depth exceeded")
+
+    monkeypatch.setattr(dump_module.converter, "convert", explode)
+    assert tex_to_mathml("x") == (None, "RecursionError: maximum recursion depth exceeded")
+
+
+def test_enwiki_url_matches_wikidata_encoding() -> None:
+    assert enwiki_url("De Morgan's laws") == "https://en.wikipedia.org/wiki/De_Morgan%27s_laws"
+    assert enwiki_url("1 + 2 + 3 + 4 + ⋯") == (
+        "https://en.wikipedia.org/wiki/1_%2B_2_%2B_3_%2B_4_%2B_%E2%8B%AF"
+    )
+    assert enwiki_url("(a,b,0) class of distributions") == (
+        "https://en.wikipedia.org/wiki/(a,b,0)_class_of_distributions"
+    )
+
+
+# --- unreadable input ----------------------------------------------------------------------------
+
+
+def test_missing_file(tmp_path: Path) -> None:
+    with pytest.raises(DumpError, match="no such dump file"):
+        dump_records(tmp_path / "absent.json.gz")
+
+
+def test_unsupported_extension(tmp_path: Path) -> None:
+    path = tmp_path / "dump.csv"
+    path.write_text("a,b\n")
+    with pytest.raises(DumpError, match="unsupported dump file"):
+        dump_records(path)
+
+
+def test_not_a_dump(tmp_path: Path) -> None:
+    path = tmp_path / "dump.json"
+    path.write_text("qid,label\nQ1,universe\n")
+    with pytest.raises(DumpError, match=r"line 1 is neither '\[' nor a Wikidata entity"):
+        dump_records(path)
+
+
+def test_array_of_garbage(tmp_path: Path) -> None:
+    path = _write(tmp_path / "dump.json", ["not json", "nor this"])
+    with pytest.raises(DumpError, match="no entity line, 2 malformed"):
+        dump_records(path)
+
+
+def test_empty_file(tmp_path: Path) -> None:
+    path = tmp_path / "dump.json.bz2"
+    _write(path, [], brackets=False)
+    with pytest.raises(DumpError, match="empty file"):
+        dump_records(path)
+
+
+def test_empty_array_is_an_empty_dump(tmp_path: Path) -> None:
+    path = tmp_path / "dump.json"
+    path.write_text("[\n]\n")
+    assert dump_records(path) == []
+
+
+def test_corrupt_archive(tmp_path: Path) -> None:
+    path = tmp_path / "dump.json.gz"
+    path.write_bytes(b"this is not gzip")
+    with pytest.raises(DumpError, match="unreadable"):
+        dump_records(path)
+
+
+def test_truncated_archive(tmp_path: Path) -> None:
+    path = _write(tmp_path / "dump.json.gz", _sample_lines())
+    path.write_bytes(path.read_bytes()[:-40])
+    with pytest.raises(DumpError, match="unreadable after line"):
+        dump_records(path)
+
+
+# --- memory ---------------------------------------------------------------------------------------
+
+
+def _filler_dump(path: Path, fillers: int) -> Path:
+    """One formula item in the middle of `fillers` unrelated items, its concept at the end."""
+    item = _entity("Q7", "x", None, {"P2534": [_formula("y = x")], "P527": [_part("Q8", "x")]})
+    lines = []
+    for n in range(fillers):
+        if n == fillers // 2:
+            lines.append(_line(item))
+        filler = _entity(
+            f"Q{1000 + n}",
+            f"filler {n}",
+            f"unrelated item number {n}",
+            {"P31": [_statement(_item_snak("P31", "Q5"))]},
+            enwiki=f"Filler {n}",
+        )
+        lines.append(_line(filler))
+    lines.append(_line(_entity("Q8", "ex", "a variable")))
+    return _write(path, lines)
+
+
+def _peak(path: Path) -> tuple[int, int]:
+    tracemalloc.start()
+    try:
+        count = len(dump_records(path, now=lambda: NOW))
+        return tracemalloc.get_traced_memory()[1], count
+    finally:
+        tracemalloc.stop()
+
+
+def test_memory_stays_flat(tmp_path: Path) -> None:
+    small = _filler_dump(tmp_path / "small.json.gz", 2_000)
+    large = _filler_dump(tmp_path / "large.json.gz", 20_000)
+    dump_records(small, now=lambda: NOW)  # warm caches (snapshot folds, regexes, imports)
+
+    small_peak, small_count = _peak(small)
+    large_peak, large_count = _peak(large)
+
+    assert small_count == large_count == 1
+    assert large_peak - small_peak < 1_000_000, (small_peak, large_peak)

@@ -1,0 +1,283 @@
+"""The live SPARQL source against a real local HTTP server speaking WDQS's JSON."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from email.utils import format_datetime
+from typing import Any
+
+import pytest
+
+from formula_assets.ingest.records import Concept, FormulaRecord
+from formula_assets.ingest.snapshot import paper_folds
+from formula_assets.ingest.sparql import SparqlConfig, SparqlError, detail_query, sparql_records
+from formula_assets_tests.sparql_server import (
+    ENTITY,
+    FakeWdqs,
+    Reply,
+    is_detail_query,
+    is_list_query,
+    math,
+    uri,
+)
+
+NOW = datetime(2025, 1, 2, 3, 4, 5, tzinfo=UTC)
+AGENT = "formula_assets-tests/1.0 (https://example.org; tests@example.org)"
+
+
+def config(server: FakeWdqs, **overrides: Any) -> SparqlConfig:
+    values: dict[str, Any] = {"endpoint": server.endpoint, "user_agent": AGENT, "timeout_s": 5.0}
+    values.update(overrides)
+    return SparqlConfig(**values)
+
+
+def pull(server: FakeWdqs, sleeps: list[float] | None = None, **overrides: Any) -> list:
+    waits = sleeps if sleeps is not None else []
+    return sparql_records(config(server, **overrides), sleep=waits.append, now=lambda: NOW)
+
+
+def by_qid(records: list[FormulaRecord]) -> dict[str, FormulaRecord]:
+    return {r.qid: r for r in records}
+
+
+def test_one_record_per_item_with_aligned_concepts(sparql_server: FakeWdqs) -> None:
+    records = pull(sparql_server)
+
+    assert [r.qid for r in records] == ["Q1000", "Q35875", "Q46276", "Q4721378", "Q98765432"]
+    emc2 = by_qid(records)["Q35875"]
+    assert emc2.label == "mass–energy equivalence"
+    assert emc2.description == "relation between mass and energy"
+    assert emc2.mathml is not None and emc2.mathml.startswith("<math")
+    assert emc2.enwiki == "https://en.wikipedia.org/wiki/Mass%E2%80%93energy_equivalence"
+    assert emc2.source == "sparql"
+    assert emc2.retrieved_at == NOW
+    assert emc2.notes == []
+    assert emc2.concepts == [
+        Concept(
+            "Q2111",
+            "speed of light",
+            "speed at which massless particles travel",
+            math("<mi>c</mi>"),
+        ),
+        Concept(
+            "Q11379", "energy", "quantitative property of a physical system", math("<mi>E</mi>")
+        ),
+        Concept("Q11423", "mass", "property of matter", math("<mi>m</mi>")),
+    ]
+
+
+def test_same_concept_in_two_statements_keeps_both_symbols(sparql_server: FakeWdqs) -> None:
+    kinetic = by_qid(pull(sparql_server))["Q46276"]
+
+    assert [(c.qid, c.symbol_mathml) for c in kinetic.concepts] == [
+        ("Q11423", math("<mi>m</mi>")),
+        ("Q11465", math("<mi>v</mi>")),
+        ("Q11465", math("<mo>|</mo><mi>v</mi><mo>|</mo>")),
+    ]
+    assert {c.description for c in kinetic.concepts if c.qid == "Q11465"} == {
+        "rate of change of position"
+    }
+    # The unknown-value statement is skipped and said so; the unqualified P31 never shows.
+    assert kinetic.notes == [
+        "1 statement(s) whose concept is not a Wikidata item "
+        "(unknown value or another entity type) skipped"
+    ]
+
+
+def test_missing_optionals_are_none_and_extra_formulae_noted(sparql_server: FakeWdqs) -> None:
+    records = by_qid(pull(sparql_server))
+    law = records["Q98765432"]
+
+    assert law.enwiki is None
+    assert law.description is None
+    assert law.mathml == min(
+        [math("<mi>τ</mi><mo>=</mo><mn>1</mn>"), math("<mn>1</mn><mo>=</mo><mi>τ</mi>")]
+    )
+    assert law.notes == ["2 distinct defining formulae (P2534); kept the first in sorted order"]
+    # Two formulae doubled every concept row; the duplicates collapse.
+    assert law.concepts == [
+        Concept("Q123456789", "test constant", None, math("<mi>t</mi>")),
+        Concept("Q123456789", "test constant", None, math("<mi>τ</mi>")),
+    ]
+    assert records["Q1000"].concepts == []
+
+
+def test_paper_fold_comes_from_the_snapshot(sparql_server: FakeWdqs) -> None:
+    records = by_qid(pull(sparql_server))
+
+    assert records["Q4721378"].paper_fold == paper_folds()["Q4721378"]
+    assert "Q98765432" not in paper_folds()
+    assert records["Q98765432"].paper_fold is None
+
+
+def test_pages_of_page_size_items(sparql_server: FakeWdqs) -> None:
+    lines: list[str] = []
+    records = sparql_records(config(sparql_server, page_size=2), log=lines.append, now=lambda: NOW)
+
+    details = sparql_server.detail_requests()
+    assert len(details) == 3
+    assert [len(r.query.split("wd:Q")) - 1 for r in details] == [2, 2, 1]
+    assert len(records) == 5
+    assert records == pull(sparql_server)  # paging does not change the answer
+    assert lines[0] == "SPARQL: 5 items have a defining formula (P2534)"
+    assert lines[1].startswith("SPARQL page 1/3: 2 items, ")
+    assert lines[3].startswith("SPARQL page 3/3: 1 items, ")
+
+
+def test_requests_are_posted_json_with_our_user_agent(sparql_server: FakeWdqs) -> None:
+    pull(sparql_server)
+
+    assert len(sparql_server.requests) == 2
+    for request in sparql_server.requests:
+        assert request.method == "POST"
+        assert request.content_type == "application/x-www-form-urlencoded"
+        assert request.user_agent == AGENT
+        assert "application/sparql-results+json" in request.headers["accept"]
+
+
+def test_from_env_reads_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FORMULA_ASSETS_SPARQL_ENDPOINT", "http://localhost:1/sparql")
+    monkeypatch.setenv("FORMULA_ASSETS_USER_AGENT", AGENT)
+
+    cfg = SparqlConfig.from_env(page_size=7)
+
+    assert (cfg.endpoint, cfg.user_agent, cfg.page_size) == ("http://localhost:1/sparql", AGENT, 7)
+
+
+def test_429_with_retry_after_is_retried(sparql_server: FakeWdqs) -> None:
+    sparql_server.fail(429, {"Retry-After": "2"}, "Too many requests", when=is_detail_query)
+    sleeps: list[float] = []
+
+    records = pull(sparql_server, sleeps)
+
+    assert len(records) == 5
+    assert sleeps == [2.0]
+    assert len(sparql_server.detail_requests()) == 2
+
+
+def test_retry_after_http_date_and_cap(sparql_server: FakeWdqs) -> None:
+    later = format_datetime(NOW + timedelta(seconds=7), usegmt=True)
+    sparql_server.fail(500, {"Retry-After": later})  # SPARQLWrapper wraps 500s
+    sparql_server.fail(429, {"Retry-After": "3600"})
+    sleeps: list[float] = []
+
+    assert len(pull(sparql_server, sleeps, max_backoff_s=30.0)) == 5
+    assert sleeps == [7.0, 30.0]
+
+
+def test_500_forever_gives_up_after_max_retries(sparql_server: FakeWdqs) -> None:
+    sparql_server.fail(500, body="java.lang.IllegalStateException", times=100)
+    sleeps: list[float] = []
+
+    with pytest.raises(SparqlError) as error:
+        pull(sparql_server, sleeps, max_retries=3, backoff_s=1.0, max_backoff_s=3.0)
+
+    assert len(sparql_server.requests) == 4
+    assert sleeps == [1.0, 2.0, 3.0]  # exponential, capped
+    message = str(error.value)
+    assert sparql_server.endpoint in message
+    assert "after 4 attempt(s)" in message
+    assert "HTTP 500 Internal Server Error" in message
+
+
+def test_client_errors_are_not_retried(sparql_server: FakeWdqs) -> None:
+    sparql_server.fail(400, body="MalformedQueryException: bad", times=10)
+    sleeps: list[float] = []
+
+    with pytest.raises(SparqlError, match=r"HTTP 400 Bad Request.*MalformedQueryException"):
+        pull(sparql_server, sleeps)
+
+    assert len(sparql_server.requests) == 1
+    assert sleeps == []
+
+
+def test_hang_becomes_a_timeout_error(sparql_server: FakeWdqs) -> None:
+    sparql_server.hang(5.0, times=2)
+    sleeps: list[float] = []
+
+    with pytest.raises(SparqlError, match=r"no response within 0\.5 s \(timeout\)") as error:
+        pull(sparql_server, sleeps, timeout_s=0.5, max_retries=1)
+
+    assert "after 2 attempt(s)" in str(error.value)
+    assert len(sparql_server.requests) == 2
+    assert sleeps == [1.0]
+
+
+def test_dropped_connection_is_retried(sparql_server: FakeWdqs) -> None:
+    sparql_server.drop_connection(when=is_list_query)
+
+    assert len(pull(sparql_server)) == 5
+    assert len(sparql_server.list_requests()) == 2
+
+
+def test_truncated_json_is_an_error(sparql_server: FakeWdqs) -> None:
+    sparql_server.truncate(when=is_detail_query)
+
+    with pytest.raises(SparqlError, match="truncated or invalid JSON") as error:
+        pull(sparql_server)
+
+    assert sparql_server.endpoint in str(error.value)
+    assert "detail page 1/1" in str(error.value)
+
+
+@pytest.mark.parametrize("variable", ["item", "formula"])
+def test_missing_required_variable_is_an_error(sparql_server: FakeWdqs, variable: str) -> None:
+    sparql_server.without_variables(variable, when=is_detail_query)
+
+    with pytest.raises(SparqlError, match=rf"without the required variable\(s\) \?{variable}"):
+        pull(sparql_server)
+
+
+def test_not_a_sparql_result_is_an_error(sparql_server: FakeWdqs) -> None:
+    sparql_server.register(is_list_query, Reply.json({"items": []}))
+
+    with pytest.raises(SparqlError, match=r"did not answer with a SPARQL JSON result"):
+        pull(sparql_server)
+
+
+def test_empty_result_is_an_empty_list(sparql_server: FakeWdqs) -> None:
+    sparql_server.empty(when=is_list_query)
+
+    assert pull(sparql_server) == []
+    assert sparql_server.detail_requests() == []
+
+
+def test_non_qid_from_the_server_never_reaches_a_query(sparql_server: FakeWdqs) -> None:
+    evil = "http://www.wikidata.org/entity/Q1> } ; DROP ALL ; #"
+    sparql_server.register(
+        is_list_query,
+        Reply.result(["item"], [{"item": uri(ENTITY + "Q1000")}, {"item": uri(evil)}]),
+    )
+
+    with pytest.raises(SparqlError, match="not a Wikidata QID"):
+        pull(sparql_server)
+
+    assert sparql_server.detail_requests() == []
+    assert all("DROP" not in q for q in sparql_server.queries())
+
+
+def test_detail_answer_about_an_item_not_asked_for_is_an_error(sparql_server: FakeWdqs) -> None:
+    sparql_server.register(
+        is_detail_query,
+        Reply.result(["item", "formula"], [{"item": uri(ENTITY + "Q5"), "formula": uri("x")}]),
+    )
+
+    with pytest.raises(SparqlError, match="Q5, which the query did not ask for"):
+        pull(sparql_server)
+
+
+def test_detail_query_refuses_anything_but_qids() -> None:
+    assert "VALUES ?item { wd:Q1 wd:Q42 }" in detail_query(["Q1", "Q42"])
+    with pytest.raises(ValueError, match="not a QID"):
+        detail_query(["Q1 } ?x ?y ?z {"])
+
+
+def test_unreachable_endpoint_is_a_clear_error() -> None:
+    with FakeWdqs() as server:
+        endpoint = server.endpoint
+    cfg = SparqlConfig(endpoint, AGENT, timeout_s=1.0, max_retries=1)
+
+    with pytest.raises(
+        SparqlError, match=r"failed after 2 attempt\(s\); last error: cannot connect"
+    ):
+        sparql_records(cfg, sleep=lambda _s: None)

@@ -1,0 +1,70 @@
+"""The rules behind the checks of `opt_graphs`, on hand-made graph tables."""
+
+import pyarrow as pa
+
+from formula_assets.ingest.records import FormulaRecord, records_to_table
+from formula_assets.syntax.checks import graphs_are_trees, one_graph_per_formula, reject_rate
+from formula_assets.syntax.opt import build_opt_graphs
+
+GOOD = "<math><mfrac><mi>a</mi><mi>b</mi></mfrac></math>"
+FORMULAE = {
+    "Q1": GOOD,
+    "Q2": "<math><msup><mi>x</mi><mn>2</mn></msup></math>",
+    "Q3": "<!DOCTYPE math [<!ENTITY x SYSTEM 'file:///etc/passwd'>]><math>&x;</math>",
+    "Q4": None,
+}
+
+
+def formulae_table(formulae: dict[str, str | None]) -> pa.Table:
+    return records_to_table(
+        FormulaRecord(qid=q, label=q, description=None, mathml=m) for q, m in formulae.items()
+    )
+
+
+def built(formulae: dict[str, str | None]):
+    return formulae_table(formulae), build_opt_graphs(formulae.items())
+
+
+def test_one_per_formula_check() -> None:
+    formulae, ok = built(FORMULAE)
+    assert one_graph_per_formula(formulae, ok.graphs, ok.rejected).passed
+    lost = one_graph_per_formula(formulae, ok.graphs.slice(0, 1), ok.rejected)
+    assert not lost.passed and lost.metadata["missing"] == 1
+    doubled = pa.concat_tables([ok.graphs, ok.graphs.slice(0, 1)])
+    assert not one_graph_per_formula(formulae, doubled, ok.rejected).passed
+
+
+def test_tree_check() -> None:
+    _, ok = built({"Q1": GOOD})
+    assert graphs_are_trees(ok.graphs).passed
+    row = ok.graphs.to_pylist()[0]
+    row["edge_parent"] = [0, 1]
+    row["edge_child"] = [1, 1]  # node 1 is its own parent; node 2 orphaned
+    broken = pa.Table.from_pylist([row], schema=ok.graphs.schema)
+    result = graphs_are_trees(broken)
+    assert not result.passed and result.metadata["not_trees"] == 1
+
+
+def test_reject_rate_check() -> None:
+    many = {f"Q{i}": GOOD for i in range(1, 200)}
+    _, ok = built({**many, "Q999": None})
+    assert reject_rate(ok.graphs, ok.rejected).passed  # 1 of 200 = 0.5%
+    _, bad = built(FORMULAE)
+    result = reject_rate(bad.graphs, bad.rejected)
+    assert not result.passed and result.metadata["rate"] == 0.5
+
+
+def test_reject_rate_is_a_binomial_test_against_one_percent() -> None:
+    """P(X ≥ k | n, 1%), computed by hand, decides: chance rejections in small pulls pass."""
+
+    def outcome(good: int, bad: int):
+        formulae = {f"Q{i}": GOOD for i in range(good)} | {f"R{i}": None for i in range(bad)}
+        _, result = built(formulae)
+        return reject_rate(result.graphs, result.rejected)
+
+    one_of_five = outcome(4, 1)  # P(X ≥ 1) = 1 − 0.99⁵ = 0.049
+    assert one_of_five.passed and abs(one_of_five.metadata["p_value"] - 0.04901) < 1e-4
+    two_of_five = outcome(3, 2)  # P(X ≥ 2) = 1 − 0.99⁵ − 5·0.01·0.99⁴ = 0.00098
+    assert not two_of_five.passed and abs(two_of_five.metadata["p_value"] - 0.000980) < 1e-5
+    assert outcome(1000, 0).metadata["p_value"] == 1.0
+    assert not reject_rate(*(lambda b: (b.graphs, b.rejected))(build_opt_graphs([]))).passed
