@@ -7,6 +7,8 @@ PORT ?= 3000
 
 # One Dagster instance for the CLI, the UI and the tests' lineage checks.
 export DAGSTER_HOME ?= $(CURDIR)/.dagster_home
+# `dg` runs the project with this virtual environment.
+export VIRTUAL_ENV := $(CURDIR)/$(VENV)
 # Models ship inside packages; nothing is downloaded at run time.
 export HF_HUB_OFFLINE ?= 1
 export TRANSFORMERS_OFFLINE ?= 1
@@ -33,10 +35,10 @@ test: install
 	$(BIN)/pytest
 
 ui: home
-	$(BIN)/dagster dev -w workspace.yaml -h $(HOST) -p $(PORT)
+	$(BIN)/dg dev -h $(HOST) -p $(PORT)
 
 validate: home
-	$(BIN)/dagster definitions validate -w workspace.yaml
+	$(BIN)/dg check defs
 
 bench: install
 	$(BIN)/python -m benchmarks

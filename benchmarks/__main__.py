@@ -14,6 +14,7 @@ from upath import UPath
 from formula_assets.core import settings
 
 STEPS: list[list[str]] = [
+    ["startup"],
     ["parse"],
     ["embedding"],
     ["growth", "--scales", "1", "10", "100", "--embed-scales", "1", "10"],

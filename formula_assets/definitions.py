@@ -1,23 +1,43 @@
 """The code location: every asset and check under `defs/` (found by `dg`), plus the resources,
-the automation sensor and the weekly probe schedule."""
+the automation sensors and the weekly probe schedule."""
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 import dagster as dg
 
+from formula_assets import defs as defs_package
 from formula_assets.defs.automation import automation_sensor, weekly_probe_schedule
+from formula_assets.defs.ingest.freshness import CURRENT_CHECK
 from formula_assets.defs.io_managers import DataLakeIOManager, ModelIOManager
 from formula_assets.defs.resources.data_lake import DataLakeResource
 from formula_assets.defs.resources.sentence_embedder import SentenceEmbedderResource
 from formula_assets.defs.resources.wikidata import WikidataResource
 
+PROJECT = Path(__file__).resolve().parent
+
+
+def _defs_folder() -> dg.Definitions:
+    """`dg`'s loader in a checkout (it reads `[tool.dg]` in pyproject.toml); an installed
+    package without the project file loads the same modules of `defs/` directly."""
+    if any((folder / "pyproject.toml").is_file() for folder in PROJECT.parents):
+        try:
+            return dg.load_from_defs_folder(path_within_project=PROJECT)
+        except dg.DagsterError as exc:
+            if "Could not find config file" not in str(exc):
+                raise
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", dg.PreviewWarning)
+        return dg.load_definitions_from_package_module(defs_package)
+
+
 defs = dg.Definitions.merge(
-    dg.load_from_defs_folder(path_within_project=Path(__file__).parent),
+    _defs_folder(),
     dg.Definitions(
         sensors=[automation_sensor()],
-        schedules=[weekly_probe_schedule("wikidata_probe")],
+        schedules=[weekly_probe_schedule("wikidata_probe", checks=[CURRENT_CHECK])],
         resources={
             "io_manager": DataLakeIOManager(),
             "model_io_manager": ModelIOManager(),

@@ -1,5 +1,7 @@
-"""The code location loads, names what DESIGN.md names, and validates with Dagster's own CLI."""
+"""The code location loads with the asset keys, groups and checks the README names, every
+selection a user can type resolves, and `dg` accepts the project."""
 
+import json
 import os
 import subprocess
 import sys
@@ -62,25 +64,68 @@ def test_checks_are_attached() -> None:
     } <= checks
 
 
-def test_dagster_validates_the_workspace(tmp_path: Path) -> None:
-    env = {**os.environ, "DAGSTER_HOME": str(tmp_path)}
-    (tmp_path / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
-    completed = subprocess.run(
-        [
-            Path(sys.executable).parent / "dagster",
-            "definitions",
-            "validate",
-            "-w",
-            "workspace.yaml",
-        ],
+def dg_command(*args: str, home: Path) -> subprocess.CompletedProcess[str]:
+    (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
+    return subprocess.run(
+        [str(Path(sys.executable).parent / "dg"), *args],
         cwd=ROOT,
-        env=env,
+        env={**os.environ, "DAGSTER_HOME": str(home), "VIRTUAL_ENV": str(Path(sys.prefix))},
         capture_output=True,
         text=True,
         timeout=300,
     )
+
+
+def test_dg_checks_the_project(tmp_path: Path) -> None:
+    completed = dg_command("check", "defs", home=tmp_path)
     assert completed.returncode == 0, completed.stdout + completed.stderr
-    assert "All code locations passed validation" in completed.stdout + completed.stderr
+    assert "All definitions loaded successfully" in completed.stdout + completed.stderr
+
+
+def test_dg_lists_every_asset(tmp_path: Path) -> None:
+    completed = dg_command("list", "defs", "--json", home=tmp_path)
+    assert completed.returncode == 0, completed.stderr
+    listed = {a["asset_key"] for a in json.loads(completed.stdout)["assets"]}
+    assert set(EXPECTED_GROUPS) <= listed
+
+
+def test_everything_upstream_of_any_asset_is_a_valid_selection() -> None:
+    """`dg launch --assets '*correspondence_metrics'` and its kind must resolve for every asset
+    (the parse step is subsettable, so it may run for one of its two tables)."""
+    graph = defs.resolve_asset_graph()
+    job = defs.resolve_implicit_global_asset_job_def()
+    for key in graph.materializable_asset_keys:
+        selection = dg.AssetSelection.assets(key).upstream().resolve(graph)
+        subset = job.get_subset(asset_selection=selection)
+        assert subset.asset_layer.executable_asset_keys == selection, key
+    upstream_of_table_1 = dg.AssetSelection.assets("correspondence_metrics").upstream()
+    assert dg.AssetKey("rejected_formulae") not in upstream_of_table_1.resolve(graph)
+
+
+def test_table_contracts_warn_on_schema_changes() -> None:
+    graph = defs.resolve_asset_graph()
+    guarded = {
+        k.asset_key.to_user_string()
+        for k in graph.asset_check_keys
+        if k.name == "column_schema_change"
+    }
+    assert guarded == {
+        "wikidata_formulae",
+        "opt_graphs",
+        "rejected_formulae",
+        "concept_annotations",
+        "correspondence_metrics",
+        "cv_folds",
+        "retrieval_scores",
+    }
+
+
+def test_the_source_has_a_freshness_check_and_a_sensor_that_runs_it() -> None:
+    graph = defs.resolve_asset_graph()
+    checks = {(k.asset_key.to_user_string(), k.name) for k in graph.asset_check_keys}
+    assert ("wikidata_probe", "freshness_check") in checks
+    assert ("wikidata_formulae", "wikidata_formulae_current") in checks
+    assert {s.name for s in defs.sensors} >= {"wikidata_probe_freshness"}
 
 
 def test_definitions_are_a_definitions_object() -> None:

@@ -54,18 +54,21 @@ def _cost(job: Job) -> float:
 
 
 def _jobs(defs: dg.Definitions, frontier: list[Entry]) -> list[Job]:
-    """Runs for a round: multi-assets stay whole; partitions run one per job."""
+    """Runs for a round: the frontier's assets of one multi-asset run together (one step
+    computes them all); partitions run one per job."""
     graph = defs.resolve_asset_graph()
     jobs: list[Job] = []
-    seen: set[dg.AssetKey] = set()
+    units: dict[int, set[dg.AssetKey]] = {}
     for entry in frontier:
         key = entry.target.key
         if entry.target.partition is not None:
             jobs.append(Job((key.to_user_string(),), entry.target.partition))
-        elif key not in seen:
-            unit = {key, *graph.get(key).execution_set_asset_keys}
-            seen |= unit
-            jobs.append(Job(tuple(sorted(k.to_user_string() for k in unit))))
+        else:
+            node = graph.get(key)
+            units.setdefault(id(node.assets_def), set()).update(
+                {key, *node.execution_set_asset_keys}
+            )
+    jobs += [Job(tuple(sorted(k.to_user_string() for k in unit))) for unit in units.values()]
     return sorted(jobs, key=_cost, reverse=True)  # longest first: the pool ends together
 
 

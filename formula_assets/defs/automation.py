@@ -17,6 +17,7 @@ where runs should start only by hand).
 """
 
 import os
+from collections.abc import Sequence
 
 import dagster as dg
 
@@ -60,12 +61,14 @@ def automation_sensor() -> dg.AutomationConditionSensorDefinition:
     )
 
 
-def weekly_probe_schedule(probe: dg.SourceAsset | str = "wikidata_probe") -> dg.ScheduleDefinition:
+def weekly_probe_schedule(
+    probe: dg.SourceAsset | str = "wikidata_probe", checks: Sequence[dg.AssetCheckKey] = ()
+) -> dg.ScheduleDefinition:
+    """Observe the probe weekly, then run `checks` (those comparing the data with it)."""
     key = dg.AssetKey.from_coercible(probe) if isinstance(probe, str) else probe.key
-    current = dg.AssetCheckKey(dg.AssetKey("wikidata_formulae"), "wikidata_formulae_current")
     job = dg.define_asset_job(
         "observe_wikidata",
-        selection=dg.AssetSelection.assets(key) | dg.AssetSelection.checks(current),
+        selection=dg.AssetSelection.assets(key) | dg.AssetSelection.checks(*checks),
         description="Observe the Wikidata change probe, then check that the formula data is "
         "built on its fingerprint.",
     )

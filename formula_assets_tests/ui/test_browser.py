@@ -1,4 +1,4 @@
-"""The web UI in a real browser: `dagster dev` on a free port, driven by headless Chromium.
+"""The web UI in a real browser: `dg dev` on a free port, driven by headless Chromium.
 
 Opens the asset graph of every group, checks that every asset key is rendered, launches the
 materialization of `wikidata_formulae` from its page, sees it succeed, and saves screenshots
@@ -32,7 +32,6 @@ CHROMIUM_FLAGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
-LOCATION = "formula_assets.definitions"
 
 
 def chromium() -> str:
@@ -63,7 +62,7 @@ def graphql(base: str, query: str) -> dict:
 
 @pytest.fixture
 def dagster_dev(tmp_path: Path) -> Iterator[str]:
-    """A `dagster dev` server on its own instance; the whole process group is stopped after."""
+    """A `dg dev` server on its own instance; the whole process group is stopped after."""
     home, lake = tmp_path / "dagster_home", tmp_path / "lake"
     env = {
         **os.environ,
@@ -71,6 +70,7 @@ def dagster_dev(tmp_path: Path) -> Iterator[str]:
         "FORMULA_ASSETS_DATA_LAKE": str(lake),
         "FORMULA_ASSETS_AUTOMATION": "off",  # only the run this test launches
         "HF_HUB_OFFLINE": "1",
+        "VIRTUAL_ENV": sys.prefix,
     }
     env.pop("FORMULA_ASSETS_SOURCE", None)
     subprocess.run([Path(sys.executable).parent / "formula-assets", "home"], env=env, check=True)
@@ -78,10 +78,8 @@ def dagster_dev(tmp_path: Path) -> Iterator[str]:
     log = (tmp_path / "dagster_dev.log").open("w")
     server = subprocess.Popen(
         [
-            Path(sys.executable).parent / "dagster",
+            Path(sys.executable).parent / "dg",
             "dev",
-            "-w",
-            "workspace.yaml",
             "-h",
             "127.0.0.1",
             "-p",
@@ -103,7 +101,7 @@ def dagster_dev(tmp_path: Path) -> Iterator[str]:
             except OSError:
                 if server.poll() is not None or time.monotonic() > deadline:
                     raise RuntimeError(
-                        "dagster dev did not come up:\n"
+                        "dg dev did not come up:\n"
                         + (tmp_path / "dagster_dev.log").read_text()[-3000:]
                     ) from None
                 time.sleep(1)
@@ -137,6 +135,10 @@ def test_asset_graph_and_a_materialization_from_the_ui(dagster_dev: str, tmp_pat
     from playwright.sync_api import expect, sync_playwright
 
     base = dagster_dev
+    entries = graphql(
+        base, "{ workspaceOrError { ... on Workspace { locationEntries { name } } } }"
+    )
+    (location,) = [e["name"] for e in entries["workspaceOrError"]["locationEntries"]]
     graph = defs.resolve_asset_graph()
     groups: dict[str, set[str]] = {}
     for key in graph.get_all_asset_keys():
@@ -154,7 +156,7 @@ def test_asset_graph_and_a_materialization_from_the_ui(dagster_dev: str, tmp_pat
             page = browser.new_page()
             seen: set[str] = set()
             for group, keys in sorted(groups.items()):
-                page.goto(f"{base}/locations/{LOCATION}/asset-groups/{group}")
+                page.goto(f"{base}/locations/{location}/asset-groups/{group}")
                 for key in sorted(keys):
                     expect(page.get_by_text(key, exact=True).first).to_be_visible(timeout=60_000)
                     seen.add(key)

@@ -7,6 +7,7 @@
   after a new fingerprint is observed it warns until automation has rebuilt the data.
 """
 
+import warnings
 from datetime import timedelta
 
 import dagster as dg
@@ -17,15 +18,20 @@ PROBE_MAX_AGE = timedelta(days=8)
 PROBE_KEY = dg.AssetKey("wikidata_probe")
 FORMULAE_KEY = dg.AssetKey("wikidata_formulae")
 INPUT_VERSION_TAG = f"dagster/input_data_version/{PROBE_KEY.to_user_string()}"
+CURRENT_CHECK = dg.AssetCheckKey(FORMULAE_KEY, "wikidata_formulae_current")
 
-wikidata_probe_freshness = dg.build_last_update_freshness_checks(
-    assets=[PROBE_KEY], lower_bound_delta=PROBE_MAX_AGE
-)
-freshness_sensor = dg.build_sensor_for_freshness_checks(
-    freshness_checks=wikidata_probe_freshness,
-    name="wikidata_probe_freshness",
-    default_status=default_status(),
-)
+# Dagster 1.13 prefers `FreshnessPolicy`, but a policy is judged on materializations only and
+# the probe is observed, never materialized: the freshness check reads observations too.
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore", dg.SupersessionWarning)
+    wikidata_probe_freshness = dg.build_last_update_freshness_checks(
+        assets=[PROBE_KEY], lower_bound_delta=PROBE_MAX_AGE
+    )
+    freshness_sensor = dg.build_sensor_for_freshness_checks(
+        freshness_checks=wikidata_probe_freshness,
+        name="wikidata_probe_freshness",
+        default_status=default_status(),
+    )
 
 
 @dg.asset_check(asset=FORMULAE_KEY, description="Built on the probe's latest fingerprint.")
