@@ -28,7 +28,9 @@ from formula_assets_tests.pipeline import (
     with_package,
 )
 
-PARSER_CHANGE = {"syntax/mathml.py": lambda s: s.replace('"msup": ("power",', '"msup": ("superscript",')}
+PARSER_CHANGE = {
+    "syntax/mathml.py": lambda s: s.replace('"msup": ("power",', '"msup": ("superscript",')
+}
 
 
 def _timed(run: Pipeline, *args: str) -> tuple[float, str, float]:
