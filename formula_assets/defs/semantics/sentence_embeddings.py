@@ -37,6 +37,17 @@ class SemanticEmbeddingConfig(EmbeddingConfig):
     )
 
 
+def _output(table: pa.Table, embedder, stats, **metadata: object) -> dg.Output:
+    """The vectors, marked with the model that made them and the width the checks expect."""
+    table = with_expected_dimension(table, embedder.dimension)
+    table = with_model(table, embedder.spec.name, embedder.spec.identity)
+    return dg.Output(
+        table,
+        data_version=dg.DataVersion(table_content_hash(table)),
+        metadata={**_embedding_metadata(embedder, stats, table), **metadata},
+    )
+
+
 def _embedding_metadata(embedder, stats, table: pa.Table) -> dict:
     return {
         "model": embedder.spec.name,
@@ -77,19 +88,11 @@ def semantic_embeddings(
     )
     if skipped:
         context.log.warning(f"{len(skipped)} formulae have no annotation text: {skipped[:10]}")
-    table = with_expected_dimension(table, embedder.dimension)
-    table = with_model(table, embedder.spec.name, embedder.spec.identity)
     context.log.info(
         f"{stats.embedded:,} texts embedded, {stats.cached:,} from cache, {stats.seconds:.1f} s"
     )
-    return dg.Output(
-        table,
-        data_version=dg.DataVersion(table_content_hash(table)),
-        metadata={
-            **_embedding_metadata(embedder, stats, table),
-            "aggregation": config.aggregation,
-            "without_texts": len(skipped),
-        },
+    return _output(
+        table, embedder, stats, aggregation=config.aggregation, without_texts=len(skipped)
     )
 
 
@@ -112,13 +115,7 @@ def opt_text_embeddings(
     table, stats = opt_text_vectors(
         opt_graphs, embedder, cache, ProgressLog(context.log.info, "embedding linearised OPTs")
     )
-    table = with_expected_dimension(table, embedder.dimension)
-    table = with_model(table, embedder.spec.name, embedder.spec.identity)
-    return dg.Output(
-        table,
-        data_version=dg.DataVersion(table_content_hash(table)),
-        metadata=_embedding_metadata(embedder, stats, table),
-    )
+    return _output(table, embedder, stats)
 
 
 @dg.asset_check(asset=semantic_embeddings, blocking=True)
