@@ -322,7 +322,8 @@ class _Converter:
         nodes: list[OptNode] = []
         depth += 1
         for child in element:
-            nodes += self.sequence(child, depth)
+            if isinstance(child.tag, str):  # elements only
+                nodes += self.sequence(child, depth)
         return nodes
 
     def one(self, element: etree._Element, depth: int) -> OptNode:
@@ -427,34 +428,29 @@ class _Converter:
 
 
 def parse_mathml_tree(text: str | bytes, options: ParseOptions = DEFAULT_OPTIONS) -> OptTree:
-    """Parse MathML into an OPT with the repairs made on the way. Raises only MathMLError."""
+    """Parse MathML into an OPT with the repairs made on the way.
+
+    Bad input raises MathMLError with the reason: the size, depth and node limits, XML that is
+    not well-formed, what is not MathML. Any other exception is a bug and propagates.
+    """
+    data = _to_bytes(text, options)
     try:
-        data = _to_bytes(text, options)
-        try:
-            root = etree.fromstring(data, _PARSER)
-        except etree.XMLSyntaxError as exc:
-            raise MathMLError(f"not well-formed XML: {exc}") from None
-        if root is None or not isinstance(root.tag, str):
-            raise MathMLError("no root element")
-        name = _local_name(root)
-        if name != "math":
-            raise MathMLError(f"root element is <{name}>, expected <math>")
-        converter = _Converter(options)
-        node = converter.one(root, 0)
-        if node.token == EMPTY_TOKEN and not node.children:
-            raise MathMLError("the formula is empty")
-        node.role, node.position = "root", 0
-        return OptTree(node, converter.warnings)
-    except MathMLError:
-        raise
-    except RecursionError:
-        raise MathMLError("nesting too deep to parse") from None
-    except MemoryError:
-        raise MathMLError("formula too large to parse") from None
-    except Exception as exc:  # the contract: nothing but MathMLError leaves this function
-        raise MathMLError(f"unparseable MathML ({type(exc).__name__}: {exc})") from None
+        root = etree.fromstring(data, _PARSER)
+    except etree.XMLSyntaxError as exc:
+        raise MathMLError(f"not well-formed XML: {exc}") from None
+    if root is None or not isinstance(root.tag, str):
+        raise MathMLError("no root element")
+    name = _local_name(root)
+    if name != "math":
+        raise MathMLError(f"root element is <{name}>, expected <math>")
+    converter = _Converter(options)
+    node = converter.one(root, 0)
+    if node.token == EMPTY_TOKEN and not node.children:
+        raise MathMLError("the formula is empty")
+    node.role, node.position = "root", 0
+    return OptTree(node, converter.warnings)
 
 
 def parse_mathml(text: str | bytes, options: ParseOptions = DEFAULT_OPTIONS) -> OptNode:
-    """Parse MathML into the root `OptNode` of its operator tree. Raises only MathMLError."""
+    """Parse MathML into the root `OptNode` of its operator tree (errors: see parse_mathml_tree)."""
     return parse_mathml_tree(text, options).root

@@ -12,6 +12,7 @@ import hashlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+import numpy as np
 import pyarrow as pa
 
 from formula_assets.core.protocol import FOLDS
@@ -80,3 +81,24 @@ def split_for(
     chosen = set(validation)
     train = tuple(q for q in pool if q not in chosen)
     return Split(test_fold, train, validation, test)
+
+
+def split_rows(
+    qids: Sequence[str],
+    folds: Mapping[str, int],
+    test_fold: int,
+    validation_fraction: float = DEFAULT_VALIDATION_FRACTION,
+) -> tuple[Split, np.ndarray, np.ndarray]:
+    """The split of `qids` for one test fold, and the row indices (into `qids`) of its training
+    and validation formulae: the only rows the training loop is ever given. Test rows are
+    not returned at all."""
+    split = split_for(folds, test_fold, qids, validation_fraction)
+    index = {q: i for i, q in enumerate(qids)}
+    train = np.array([index[q] for q in split.train], dtype=np.int64)
+    validation = np.array([index[q] for q in split.validation], dtype=np.int64)
+    if len(train) < 2 or len(validation) < 2:
+        raise ValueError(
+            f"fold {test_fold}: {len(train)} training and {len(validation)} validation "
+            "formulae; need at least 2 of each"
+        )
+    return split, train, validation

@@ -25,7 +25,7 @@ from formula_assets.graphs.batch import graph_arrays
 from formula_assets.graphs.encoder import to_tensors
 from formula_assets.graphs.vocabulary import TokenVocabulary
 from formula_assets.training.artifacts import TrainedModel, embeddings_table
-from formula_assets.training.folds import split_for
+from formula_assets.training.folds import split_rows
 from formula_assets.training.models import DualEncoder, GraphTextModel
 from formula_assets.training.trainer import MatrixInputs, TrainSettings, encode, train
 
@@ -121,15 +121,9 @@ def train_fold(
     device = device or default_device()
     if profile.torch_threads > 0:
         torch.set_num_threads(profile.torch_threads)
-    split = split_for(data.folds, fold, data.qids, profile.validation_fraction)
-    index = {q: i for i, q in enumerate(data.qids)}
-    train_rows = np.array([index[q] for q in split.train], dtype=np.int64)
-    validation_rows = np.array([index[q] for q in split.validation], dtype=np.int64)
-    if len(train_rows) < 2 or len(validation_rows) < 2:
-        raise ValueError(
-            f"fold {fold}: {len(train_rows)} training and {len(validation_rows)} validation "
-            "formulae; need at least 2 of each"
-        )
+    split, train_rows, validation_rows = split_rows(
+        data.qids, data.folds, fold, profile.validation_fraction
+    )
     settings = profile.settings(method)
     seed = profile.seed * 1000 + fold
     torch.manual_seed(seed)
