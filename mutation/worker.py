@@ -60,7 +60,7 @@ class _MutatedFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         return None
 
     def exec_module(self, module: ModuleType) -> None:
-        exec(self.code, module.__dict__)
+        exec(self.code, module.__dict__)  # noqa: S102 (the mutant under test)
 
 
 def _run_tests(target: Target, code: object | None) -> int:
@@ -80,6 +80,7 @@ def _fork_and_wait(target: Target, code: object | None, timeout: float) -> tuple
     pid = os.fork()
     if pid == 0:  # child
         os.setpgid(0, 0)
+        signal.signal(signal.SIGHUP, signal.SIG_DFL)
         try:
             code_ = _run_tests(target, code)
         except BaseException:
@@ -130,6 +131,9 @@ def _describe(mutant: Mutant, source: str) -> dict:
 
 
 def main(module: str, output: str) -> int:
+    # A mutant may turn a harmless signal 0 ("is it alive?") into SIGHUP aimed at the tests'
+    # own processes; the worker outlives it.
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
     for name in PRELOAD:
         __import__(name)
     os.chdir(ROOT)

@@ -1,18 +1,28 @@
 """Files in the data lake: atomic writes on any fsspec filesystem.
 
-A reader never sees a half-written file: data goes to a hidden temporary sibling first and is
-renamed over the final path only when complete (on object stores a single PUT is atomic).
-Concurrent writers each use their own temporary file, so the last rename wins with a complete
-file. A writer killed mid-write leaves only its hidden temporary file, named after its process
-id; the next write of the same path on the same host removes it once that process is gone.
+A reader never sees a half-written file. On a local disk data goes to a hidden temporary
+sibling first and is renamed over the final path only when complete; on an object store
+(or any other non-local filesystem) the finished bytes go up in one PUT, which the store
+makes visible all at once, so nothing partial is ever written there. Concurrent writers each
+use their own temporary file, so the last rename wins with a complete file.
+
+Temporary files and model versions carry the writer's tag, host + pid + random. A writer
+killed mid-write leaves only its hidden temporary file; the next write of the same path
+removes it once it is sure that writer is gone: same host, process no longer running. A
+temporary file of another host is never touched, so hosts that share one data lake cannot
+delete each other's work in flight.
 """
 
 from __future__ import annotations
 
 import contextlib
+import io
 import os
+import re
+import socket
 import uuid
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import IO
 
 import pyarrow as pa
@@ -20,6 +30,31 @@ import pyarrow.parquet as pq
 from upath import UPath
 
 TMP_MARKER = ".tmp-"
+TAG_SEPARATOR = "~"
+HOST = re.sub(r"[^A-Za-z0-9.-]+", "-", socket.gethostname()) or "localhost"
+
+
+@dataclass(frozen=True)
+class Writer:
+    host: str
+    pid: int
+
+    def gone(self) -> bool:
+        """Certainly finished: a process of this host that no longer runs. Another host's
+        writer is never presumed gone: it cannot be asked."""
+        return self.host == HOST and self.pid != os.getpid() and not pid_alive(self.pid)
+
+
+def writer_tag() -> str:
+    """host~pid~random: unique to one write of one process on one host."""
+    return f"{HOST}{TAG_SEPARATOR}{os.getpid()}{TAG_SEPARATOR}{uuid.uuid4().hex}"
+
+
+def parse_writer_tag(tag: str) -> Writer | None:
+    parts = tag.split(TAG_SEPARATOR)
+    if len(parts) != 3 or not parts[1].isdigit():
+        return None
+    return Writer(parts[0], int(parts[1]))
 
 
 def _is_local(path: UPath) -> bool:
@@ -27,7 +62,7 @@ def _is_local(path: UPath) -> bool:
 
 
 def temporary_sibling(path: UPath) -> UPath:
-    return path.with_name(f".{path.name}{TMP_MARKER}{os.getpid()}-{uuid.uuid4().hex}")
+    return path.with_name(f".{path.name}{TMP_MARKER}{writer_tag()}")
 
 
 def pid_alive(pid: int) -> bool:
@@ -41,7 +76,8 @@ def pid_alive(pid: int) -> bool:
 
 
 def sweep_orphans(path: UPath) -> list[str]:
-    """Remove temporary siblings of `path` left by writers that no longer run (local only)."""
+    """Remove temporary siblings of `path` whose writer is certainly gone (local disks only:
+    object stores never hold temporary files)."""
     if not _is_local(path) or not path.parent.exists():
         return []
     prefix = f".{path.name}{TMP_MARKER}"
@@ -49,9 +85,9 @@ def sweep_orphans(path: UPath) -> list[str]:
     for candidate in path.parent.iterdir():
         if not candidate.name.startswith(prefix):
             continue
-        pid = candidate.name[len(prefix) :].split("-", 1)[0]
-        if pid.isdigit() and int(pid) != os.getpid() and not pid_alive(int(pid)):
-            with contextlib.suppress(OSError):
+        writer = parse_writer_tag(candidate.name[len(prefix) :])
+        if writer is not None and writer.gone():
+            with contextlib.suppress(FileNotFoundError):
                 candidate.unlink()
                 removed.append(candidate.name)
     return removed
@@ -60,28 +96,24 @@ def sweep_orphans(path: UPath) -> list[str]:
 @contextlib.contextmanager
 def atomic_file(path: UPath) -> Iterator[IO[bytes]]:
     """A binary file handle whose content appears at `path` only if the block succeeds."""
+    if not _is_local(path):
+        buffer = io.BytesIO()
+        yield buffer
+        path.write_bytes(buffer.getvalue())  # one PUT: all or nothing
+        return
     path.parent.mkdir(parents=True, exist_ok=True)
     sweep_orphans(path)
     tmp = temporary_sibling(path)
     try:
         with tmp.open("wb") as fh:
             yield fh
-            if _is_local(path):
-                fh.flush()
-                os.fsync(fh.fileno())
-        replace(tmp, path)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp.path, path.path)
     except BaseException:
         with contextlib.suppress(OSError):
             tmp.unlink()
         raise
-
-
-def replace(source: UPath, target: UPath) -> None:
-    """Move `source` over `target` in one step where the filesystem allows it."""
-    if _is_local(target):
-        os.replace(source.path, target.path)
-    else:
-        source.fs.mv(source.path, target.path)
 
 
 def write_parquet_atomic(table: pa.Table, path: UPath) -> None:
@@ -90,7 +122,7 @@ def write_parquet_atomic(table: pa.Table, path: UPath) -> None:
 
 
 def write_bytes_atomic(data: bytes, path: UPath) -> None:
-    """Figures, model weights, reports: same temp-then-rename discipline as tables."""
+    """Figures, model weights, reports: the same all-or-nothing discipline as tables."""
     with atomic_file(path) as fh:
         fh.write(data)
 

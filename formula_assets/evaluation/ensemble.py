@@ -66,7 +66,8 @@ def choose_weights(
         )
         if quality > best_quality + 1e-12:
             best, best_quality = weights, quality
-    assert best is not None
+    if best is None:
+        raise ValueError("no member to weight: the ensemble needs at least one scorer")
     return best
 
 

@@ -2,8 +2,9 @@
 
 Loading never unpickles: weights are safetensors, everything else is JSON or Parquet.
 
-A model directory is versioned: each save writes a new `v-…` folder (config.json last, as the
-mark of a complete version), then swaps a one-line `CURRENT` pointer atomically. A crash
+A model directory is versioned: each save writes a new `v-<time>-<host~pid~random>` folder
+(config.json last, as the mark of a complete version), then swaps a one-line `CURRENT`
+pointer atomically. A crash
 mid-save leaves the previous version current; readers always get a complete one. Older
 versions beyond the last two are removed, and so is the debris of saves whose process died.
 """
@@ -12,9 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import time
-import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -108,7 +107,7 @@ def content_hash(model: TrainedModel) -> str:
 
 def save_model(model: TrainedModel, directory: UPath) -> UPath:
     """Write a new version of the model under `directory` and make it current."""
-    version = f"v-{time.time_ns():020d}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    version = f"v-{time.time_ns():020d}-{lake.writer_tag()}"
     target = directory / version
     lake.write_bytes_atomic(weights_bytes(model), target / WEIGHTS)
     lake.write_bytes_atomic(_json(model.history), target / HISTORY)
@@ -127,9 +126,11 @@ def _complete(version: UPath) -> bool:
 
 
 def _writer_gone(version: UPath) -> bool:
-    """An incomplete version may still be written by a live process; only a dead one's goes."""
-    parts = version.name.split("-")
-    return len(parts) >= 4 and parts[2].isdigit() and not lake.pid_alive(int(parts[2]))
+    """An incomplete version may still be written by a live process, here or on another host
+    sharing the lake; only one whose writer is certainly gone (this host, dead pid) goes."""
+    _, _, tag = version.name.partition("-")[2].partition("-")
+    writer = lake.parse_writer_tag(tag)
+    return writer is not None and writer.gone()
 
 
 def _prune(directory: UPath, keep: str) -> None:

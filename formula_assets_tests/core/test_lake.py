@@ -1,0 +1,199 @@
+"""Atomic writes to the data lake: what a reader can see, at every step of a write.
+
+The crash tests run a real writer process and kill it with SIGKILL at each step of a
+Parquet write in turn (see `reliability/crash_writer.py`); the unit tests pin down the
+temporary files, who may remove them, and the object-store path.
+"""
+
+import os
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+from upath import UPath
+
+from formula_assets.core import lake
+from formula_assets_tests.reliability.crash_writer import table
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def temporaries(folder: Path) -> list[Path]:
+    return [p for p in folder.iterdir() if lake.TMP_MARKER in p.name]
+
+
+def writer(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "formula_assets_tests.reliability.crash_writer", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_the_final_file_is_the_temporary_file_renamed(tmp_path: Path, monkeypatch) -> None:
+    """Same inode before and after: a rename, never a copy that a reader could see half of."""
+    target = UPath(tmp_path / "asset.parquet")
+    synced: list[os.stat_result] = []
+    original = lake.os.fsync
+
+    def spy(fd: int) -> None:
+        synced.append(os.fstat(fd))
+        original(fd)
+
+    monkeypatch.setattr(lake.os, "fsync", spy)
+    lake.write_parquet_atomic(table(1.0, 5), target)
+    final = os.stat(target.path)
+    assert [s.st_ino for s in synced] == [final.st_ino]
+    # everything was flushed to the file before it was synced: durable before it is renamed
+    assert [s.st_size for s in synced] == [final.st_size] and final.st_size > 0
+    assert temporaries(tmp_path) == []
+
+
+def test_temporary_files_are_hidden_siblings_tagged_with_their_writer(tmp_path: Path) -> None:
+    target = UPath(tmp_path / "asset.parquet")
+    tmp = lake.temporary_sibling(target)
+    assert tmp.parent == target.parent and tmp.name.startswith(".asset.parquet.tmp-")
+    writer_ = lake.parse_writer_tag(tmp.name.removeprefix(".asset.parquet.tmp-"))
+    assert writer_ == lake.Writer(lake.HOST, os.getpid())
+    assert lake.temporary_sibling(target) != tmp  # random: two writes never share one
+
+
+def test_a_failed_write_leaves_the_old_file_and_no_temporary(tmp_path: Path) -> None:
+    target = UPath(tmp_path / "asset.parquet")
+    lake.write_parquet_atomic(table(1.0, 3), target)
+    with pytest.raises(RuntimeError, match="boom"), lake.atomic_file(target) as fh:
+        fh.write(b"half a file")
+        raise RuntimeError("boom")
+    assert lake.read_parquet(target)["value"].to_pylist() == [1.0] * 3
+    assert temporaries(tmp_path) == []
+
+
+def test_bytes_and_tables_round_trip_and_parents_are_created(tmp_path: Path) -> None:
+    target = UPath(tmp_path / "a" / "b" / "figure.png")
+    lake.write_bytes_atomic(b"\x89PNG data", target)
+    assert target.read_bytes() == b"\x89PNG data"
+    lake.write_bytes_atomic(b"second", target)
+    assert target.read_bytes() == b"second"
+    data = pa.table({"x": [1, 2, None]})
+    lake.write_parquet_atomic(data, UPath(tmp_path / "t.parquet"))
+    assert lake.read_parquet(UPath(tmp_path / "t.parquet")).equals(data)
+
+
+def orphan(folder: Path, name: str, host: str, pid: int) -> Path:
+    path = folder / f".{name}{lake.TMP_MARKER}{host}~{pid}~{uuid.uuid4().hex}"
+    path.write_bytes(b"debris")
+    return path
+
+
+def dead_pid() -> int:
+    process = subprocess.Popen([sys.executable, "-c", "pass"])
+    process.wait()
+    return process.pid
+
+
+@pytest.fixture
+def live_pid():
+    """A process of our own that runs for the test (never signal processes we did not start)."""
+    process = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    yield process.pid
+    process.kill()
+    process.wait()
+
+
+def test_the_sweep_removes_only_a_dead_writer_of_this_host(tmp_path: Path, live_pid: int) -> None:
+    target = UPath(tmp_path / "asset.parquet")
+    gone = orphan(tmp_path, "asset.parquet", lake.HOST, dead_pid())
+    alive = orphan(tmp_path, "asset.parquet", lake.HOST, live_pid)
+    mine = orphan(tmp_path, "asset.parquet", lake.HOST, os.getpid())
+    elsewhere = orphan(tmp_path, "asset.parquet", "another-host", dead_pid())
+    other_file = orphan(tmp_path, "other.parquet", lake.HOST, dead_pid())
+    untagged = tmp_path / f".asset.parquet{lake.TMP_MARKER}not-a-tag"
+    untagged.write_bytes(b"?")
+    assert lake.sweep_orphans(target) == [gone.name]
+    assert not gone.exists()
+    assert all(p.exists() for p in (alive, mine, elsewhere, other_file, untagged))
+
+
+def test_the_next_write_sweeps_before_writing(tmp_path: Path) -> None:
+    target = UPath(tmp_path / "asset.parquet")
+    gone = orphan(tmp_path, "asset.parquet", lake.HOST, dead_pid())
+    lake.write_parquet_atomic(table(2.0, 2), target)
+    assert not gone.exists() and temporaries(tmp_path) == []
+
+
+def test_a_missing_folder_has_nothing_to_sweep(tmp_path: Path) -> None:
+    assert lake.sweep_orphans(UPath(tmp_path / "nowhere" / "asset.parquet")) == []
+
+
+@pytest.mark.parametrize(
+    ("tag", "expected"),
+    [
+        ("host~12~abc", lake.Writer("host", 12)),
+        ("a.b-c~7~ff", lake.Writer("a.b-c", 7)),
+        ("host~x~abc", None),
+        ("host~12", None),
+        ("host~1~2~3", None),
+    ],
+)
+def test_writer_tags_parse(tag: str, expected: lake.Writer | None) -> None:
+    assert lake.parse_writer_tag(tag) == expected
+
+
+def test_a_writer_is_a_value() -> None:
+    """Writers compare and hash by host and pid, and cannot be changed after parsing."""
+    import dataclasses
+
+    writer_ = lake.Writer("host", 3)
+    assert {writer_, lake.Writer("host", 3)} == {writer_}
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        writer_.pid = 4  # type: ignore[misc]
+
+
+def test_pid_alive(live_pid: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert lake.pid_alive(live_pid) is True
+    assert lake.pid_alive(os.getpid()) is True
+    assert lake.pid_alive(dead_pid()) is False
+
+    def refused(pid: int, signal: int) -> None:
+        raise PermissionError(pid)
+
+    monkeypatch.setattr(lake.os, "kill", refused)
+    assert lake.pid_alive(12345)  # a process we may not signal exists: never "gone"
+
+
+def test_object_stores_get_one_complete_object_and_no_temporary() -> None:
+    root = UPath(f"memory://lake-{uuid.uuid4().hex}")
+    target = root / "asset.parquet"
+    lake.write_parquet_atomic(table(1.0, 4), target)
+    assert [p.name for p in root.iterdir()] == ["asset.parquet"]
+    with pytest.raises(RuntimeError), lake.atomic_file(target) as fh:
+        fh.write(b"partial")
+        raise RuntimeError("the write fails before it is complete")
+    assert lake.read_parquet(target)["value"].to_pylist() == [1.0] * 4
+    lake.write_bytes_atomic(b"new", root / "f.bin")
+    assert (root / "f.bin").read_bytes() == b"new"
+    assert lake.sweep_orphans(target) == []
+
+
+def test_a_writer_killed_at_any_step_leaves_the_old_or_the_new_file(tmp_path: Path) -> None:
+    target = tmp_path / "lake" / "asset.parquet"
+    counted = writer("parquet", str(tmp_path / "count.parquet"), "2.0", "20", "1", "--count")
+    assert counted.returncode == 0, counted.stderr
+    steps = int(counted.stdout.split("steps")[1])
+    assert steps == 4  # named, written, before and after the rename
+    for step in range(steps):
+        lake.write_parquet_atomic(table(1.0, 10), UPath(target))
+        killed = writer("parquet", str(target), "2.0", "20", "1", "--kill-at", str(step))
+        assert killed.returncode == -9, (step, killed.stderr)
+        values = lake.read_parquet(UPath(target))["value"].to_pylist()
+        assert values in ([1.0] * 10, [2.0] * 20), step
+        expect_new = step == steps - 1  # killed after the rename: the new file is in place
+        assert (values == [2.0] * 20) == expect_new, step
+        lake.write_parquet_atomic(table(3.0, 5), UPath(target))  # the next write works
+        assert lake.read_parquet(UPath(target))["value"].to_pylist() == [3.0] * 5
+        assert temporaries(target.parent) == [], step  # and removed the dead writer's debris

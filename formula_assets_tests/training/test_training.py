@@ -5,6 +5,7 @@ import json
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
 import pytest
 import torch
 from upath import UPath
@@ -66,6 +67,42 @@ def test_no_test_formula_in_train_or_validation(trained, data, method: str) -> N
     assert sizes["test"] == len(test) and sizes["train"] + sizes["validation"] + len(test) == len(
         data.qids
     )
+
+
+def scrambled_test_fold(data, fold: int):
+    """The same data, except that every test formula of `fold` has other tokens and random
+    sentence vectors: whatever training may see of the test fold now differs."""
+    rng = np.random.default_rng(5)
+    test = np.array([i for i, q in enumerate(data.qids) if data.folds[q] == fold])
+    rows = data.graphs.to_pylist()
+    for i in test:
+        rows[i]["node_tokens"] = [f"leak{i}-{t}" for t in rows[i]["node_tokens"]]
+    semantic, opt_text = data.semantic.copy(), data.opt_text.copy()
+    semantic[test] = rng.normal(size=(len(test), semantic.shape[1])).astype(np.float32)
+    opt_text[test] = rng.normal(size=(len(test), opt_text.shape[1])).astype(np.float32)
+    graphs = pa.Table.from_pylist(rows, schema=data.graphs.schema)
+    return dataclasses.replace(data, graphs=graphs, semantic=semantic, opt_text=opt_text)
+
+
+def without_timings(history: list[dict[str, float]]) -> list[dict[str, float]]:
+    return [{k: v for k, v in h.items() if k != "seconds"} for h in history]
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_the_test_fold_never_reaches_the_optimiser(trained, data, method: str) -> None:
+    """Training on data whose test fold was scrambled gives the very same weights and
+    history: nothing of the test fold influenced a gradient, an early stop or the vocabulary."""
+    again = train_fold(method, 1, scrambled_test_fold(data, 1), PROFILE)
+    original = trained[method]
+    assert set(again.state) == set(original.state)
+    assert all(torch.equal(again.state[k], original.state[k]) for k in original.state)
+    assert without_timings(again.history) == without_timings(original.history)
+    assert again.config.get("vocabulary") == original.config.get("vocabulary")
+    test_rows = [i for i, q in enumerate(data.qids) if data.folds[q] == 1]
+    _, original_test, _ = original.split_vectors("test")
+    _, again_test, _ = again.split_vectors("test")
+    assert len(test_rows) == len(original_test)
+    assert not np.allclose(original_test, again_test)  # the scrambled inputs did change
 
 
 def test_graph_vocabulary_comes_from_training_formulae_only(trained, data) -> None:
