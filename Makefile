@@ -13,7 +13,7 @@ export VIRTUAL_ENV := $(CURDIR)/$(VENV)
 export HF_HUB_OFFLINE ?= 1
 export TRANSFORMERS_OFFLINE ?= 1
 
-.PHONY: install home run test ui validate bench clean
+.PHONY: install home run test ui validate bench mutation clean
 
 install: $(VENV)/.installed
 
@@ -42,6 +42,10 @@ validate: home
 
 bench: install
 	$(BIN)/python -m benchmarks
+
+# Mutation testing of the core domain modules (≈ 15 min on 2 cores; see README, Tests).
+mutation: install
+	$(BIN)/python -m mutation --quiet
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache
