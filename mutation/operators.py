@@ -39,7 +39,10 @@ ARITHMETIC = {
     ast.Pow: ast.Mult,
 }
 BOOLEAN = {ast.And: ast.Or, ast.Or: ast.And}
-QUIET_CALLS = {"log", "warn", "warning", "info", "debug", "print", "echo", "progress"}
+# Calls that only report: methods of loggers (`context.log.info(...)`), and the project's
+# `log(...)`/`echo(...)`/`progress(...)` callbacks — not `math.log` or `np.log`, which compute.
+QUIET_METHODS = {"warn", "warning", "info", "debug"}
+QUIET_FUNCTIONS = {"log", "print", "echo", "progress", "warn"}
 
 
 @dataclass(frozen=True)
@@ -59,13 +62,11 @@ def _name(node: ast.AST) -> str:
     return type(node).__name__
 
 
-def _call_name(call: ast.Call) -> str:
+def _quiet(call: ast.Call) -> bool:
     func = call.func
     if isinstance(func, ast.Attribute):
-        return func.attr
-    if isinstance(func, ast.Name):
-        return func.id
-    return ""
+        return func.attr in QUIET_METHODS
+    return isinstance(func, ast.Name) and func.id in QUIET_FUNCTIONS
 
 
 def _walk(tree: ast.Module, functions: Sequence[str] | None) -> Iterator[tuple[ast.AST, ast.AST]]:
@@ -85,7 +86,7 @@ def _walk(tree: ast.Module, functions: Sequence[str] | None) -> Iterator[tuple[a
                     continue
                 if isinstance(child, ast.JoinedStr | ast.Raise | ast.Assert):
                     continue
-                if isinstance(child, ast.Call) and _call_name(child) in QUIET_CALLS:
+                if isinstance(child, ast.Call) and _quiet(child):
                     continue
                 inner = scope
                 if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):

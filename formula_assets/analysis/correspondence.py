@@ -198,7 +198,8 @@ def rsa(
     for _ in range(permutations):
         perm = rng.permutation(n)
         shuffled = ry_full[perm][:, perm][iu] - mean
-        if abs(rx @ shuffled / scale) >= abs(rho):
+        # With no variation in either similarity structure every permutation ties ρ = 0.
+        if scale == 0 or abs(rx @ shuffled / scale) >= abs(rho):
             exceed += 1
     mantel = (exceed + 1) / (permutations + 1)
     return rho, mantel, parametric
@@ -212,7 +213,21 @@ def correspondence(
     semantic: np.ndarray,
     settings: CorrespondenceSettings = CorrespondenceSettings(),
 ) -> CorrespondenceResult:
-    """All Table 1 metrics between row-aligned structural and semantic vectors."""
+    """All Table 1 metrics between row-aligned structural and semantic vectors.
+
+    The linear algebra runs on one BLAS thread: sums split over several threads round
+    differently in the last bits, so the same inputs would get another data version in a
+    process (a Celery worker, a refresh worker) with another thread count.
+    """
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=1):
+        return _correspondence(structural, semantic, settings)
+
+
+def _correspondence(
+    structural: np.ndarray, semantic: np.ndarray, settings: CorrespondenceSettings
+) -> CorrespondenceResult:
     x = np.asarray(structural, dtype=np.float64)
     y = np.asarray(semantic, dtype=np.float64)
     if x.shape[0] != y.shape[0]:

@@ -78,15 +78,16 @@ def _numbers(digest, array: np.ndarray) -> None:
 
 def _array(digest, array: pa.Array) -> None:
     data_type = array.type
+    if pa.types.is_dictionary(data_type):  # an encoding, not content: hash the values
+        _array(digest, array.dictionary_decode())
+        return
     digest.update(struct.pack("<q", len(array)))
     if array.null_count:
         valid = pc.is_valid(array).to_numpy(zero_copy_only=False)
         _frame(digest, b"\x01" + np.packbits(valid).tobytes())
     else:
         digest.update(b"\x00")
-    if pa.types.is_dictionary(data_type):
-        _array(digest, array.dictionary_decode())
-    elif pa.types.is_null(data_type):
+    if pa.types.is_null(data_type):
         return
     elif pa.types.is_boolean(data_type):
         values = pc.fill_null(array, False).to_numpy(zero_copy_only=False)

@@ -8,7 +8,6 @@ import pytest
 from formula_assets.core.profiles import get_profile
 from formula_assets.core.protocol import ALL_METHODS, DIRECTIONS, ENSEMBLE_MEMBERS, FOLDS
 from formula_assets.core.protocol import TRAINED as METHODS
-from formula_assets.evaluation.ensemble import choose_weights
 from formula_assets.evaluation.inputs import evaluation_inputs
 from formula_assets.evaluation.significance import significance
 from formula_assets.evaluation.table2 import evaluate, table_2
@@ -80,13 +79,6 @@ def test_ensemble_weights_never_see_the_test_fold(inputs, models, evaluation) ->
     for weights in evaluation.ensemble_weights.values():
         assert set(weights) == set(ENSEMBLE_MEMBERS)
         assert sum(weights.values()) == pytest.approx(1.0)
-
-
-def test_choose_weights_prefers_the_informative_member() -> None:
-    n = 30
-    perfect = np.eye(n)
-    noise = np.random.default_rng(1).normal(size=(n, n))
-    assert choose_weights([noise, perfect]) == (0.0, 1.0)
 
 
 def test_significance_pairs_every_trained_method_with_every_baseline(evaluation) -> None:
