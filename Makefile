@@ -13,14 +13,19 @@ export VIRTUAL_ENV := $(CURDIR)/$(VENV)
 export HF_HUB_OFFLINE ?= 1
 export TRANSFORMERS_OFFLINE ?= 1
 
-.PHONY: install home run test ui validate bench mutation clean
+.PHONY: install home run test ui validate bench mutation distributed clean
 
 install: $(VENV)/.installed
 
-# torch first, pinned: the CPU build on this machine's disk, so nothing pulls CUDA wheels.
+# torch first, pinned, so that nothing else pulls another build. Where it comes from:
+# TORCH_INDEX_URL unset: pip's configured index (PyPI: the CUDA build, several GB, on Linux);
+# TORCH_INDEX_URL=https://download.pytorch.org/whl/cpu: the CPU-only build (no CUDA libraries).
+TORCH_INDEX_URL ?=
+TORCH_SOURCE := $(if $(TORCH_INDEX_URL),--index-url $(TORCH_INDEX_URL),)
+
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet torch==2.13.0
+	$(BIN)/pip install --quiet $(TORCH_SOURCE) torch==2.13.0
 	$(BIN)/pip install --quiet -e '.[dev]'
 	touch $@
 
@@ -42,6 +47,11 @@ validate: home
 
 bench: install
 	$(BIN)/python -m benchmarks
+
+# The pipeline on PostgreSQL + two Celery workers on this machine (PROFILE=default to train fully).
+PROFILE ?= smoke
+distributed: install
+	$(BIN)/formula-assets distributed --workers 2 --profile $(PROFILE)
 
 # Mutation testing of the core domain modules (≈ 15 min on 2 cores; see README, Tests).
 mutation: install

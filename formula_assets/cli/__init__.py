@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from formula_assets.cli.home import ensure_dagster_home
 
@@ -49,6 +52,37 @@ def _refresh(args: argparse.Namespace) -> int:
     return 0
 
 
+def _distributed(args: argparse.Namespace) -> int:
+    from formula_assets.cli.distributed import print_report, run_distributed
+    from formula_assets.cli.runs import RefreshError
+    from formula_assets.deploy.local import DeploymentError
+
+    env = dict(os.environ)
+    if args.sample is not None:
+        env["FORMULA_ASSETS_SAMPLE"] = str(args.sample)
+    try:
+        report = run_distributed(
+            workers=args.workers,
+            profile=args.profile,
+            training_slots=args.training_slots,
+            root=args.root,
+            lake=args.lake,
+            keep=args.keep,
+            env=env,
+            echo=lambda line: print(line, flush=True),
+        )
+    except (RefreshError, DeploymentError) as exc:
+        print(f"distributed run failed: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("interrupted: every process it started was stopped", file=sys.stderr)
+        return 130
+    print_report(report)
+    if args.report is not None:
+        args.report.write_text(json.dumps(report.as_json(), indent=1), encoding="utf-8")
+    return 0
+
+
 def _search(args: argparse.Namespace) -> int:
     from formula_assets.cli.search import run_search
 
@@ -78,6 +112,29 @@ def build_parser() -> argparse.ArgumentParser:
         help="observe the Wikidata change probe first (as the weekly schedule does)",
     )
     refresh.set_defaults(handler=_refresh)
+    distributed = commands.add_parser(
+        "distributed",
+        help="run the pipeline on a local distributed deployment: PostgreSQL, Celery workers",
+    )
+    distributed.add_argument("--workers", type=int, default=2, help="Celery workers (2)")
+    distributed.add_argument(
+        "--profile", default="smoke", help="training profile (smoke; `default` when asked)"
+    )
+    distributed.add_argument(
+        "--training-slots",
+        type=int,
+        help="models trained at the same time (the `training` pool; default: one per worker)",
+    )
+    distributed.add_argument("--sample", type=int, help="a stable subset of N formula items")
+    distributed.add_argument("--lake", help="data lake URL (default: a folder of the run)")
+    distributed.add_argument("--root", type=Path, help="where the run keeps its files")
+    distributed.add_argument(
+        "--keep", action="store_true", help="keep the instance, logs and lake afterwards"
+    )
+    distributed.add_argument(
+        "--report", type=Path, help="write placements, data versions and times as JSON here"
+    )
+    distributed.set_defaults(handler=_distributed)
     search = commands.add_parser(
         "search", help="formula → concepts (--latex/--mathml) or text → formulae (--text)"
     )

@@ -1,15 +1,25 @@
-"""One run of some assets (or one partition) on the shared instance: what the refresh loop,
-its worker processes and the other commands share."""
+"""One run of some assets (or one partition) on the shared instance, and what the refresh
+loop, its local worker processes and the distributed runner share."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cache
+from typing import Protocol
 
 import dagster as dg
 
+from formula_assets.cli.stale import Entry
+
 REFRESH_TAG = "formula_assets/refresh"
+JOB_TAG = "formula_assets/refresh_job"
+
+Print = Callable[[str], None]
+
+
+class RefreshError(RuntimeError):
+    """The refresh stopped; the message says what failed. The last good data is kept."""
 
 
 @cache
@@ -18,25 +28,6 @@ def load_definitions() -> dg.Definitions:
     from formula_assets.definitions import defs
 
     return defs
-
-
-def materialize(
-    defs: dg.Definitions,
-    instance: dg.DagsterInstance,
-    keys: Sequence[dg.AssetKey],
-    partition: str | None = None,
-) -> bool:
-    """One in-process run of the given assets (and their checks) on the shared instance."""
-    result = dg.materialize(
-        [*defs.assets, *defs.asset_checks],
-        instance=instance,
-        resources=defs.resources,
-        selection=dg.AssetSelection.assets(*keys),
-        partition_key=partition,
-        tags={REFRESH_TAG: "true"},
-        raise_on_error=False,
-    )
-    return result.success
 
 
 @dataclass(frozen=True)
@@ -49,3 +40,77 @@ class Job:
     def __str__(self) -> str:
         names = ", ".join(self.keys)
         return f"{names}[{self.partition}]" if self.partition is not None else names
+
+    @property
+    def asset_keys(self) -> list[dg.AssetKey]:
+        return [dg.AssetKey.from_user_string(k) for k in self.keys]
+
+    def tags(self) -> dict[str, str]:
+        return {REFRESH_TAG: "true", JOB_TAG: str(self)}
+
+
+def materialize(defs: dg.Definitions, instance: dg.DagsterInstance, job: Job) -> bool:
+    """One in-process run of the job's assets (and their checks) on the shared instance."""
+    result = dg.materialize(
+        [*defs.assets, *defs.asset_checks],
+        instance=instance,
+        resources=defs.resources,
+        selection=dg.AssetSelection.assets(*job.asset_keys),
+        partition_key=job.partition,
+        tags=job.tags(),
+        raise_on_error=False,
+    )
+    return result.success
+
+
+def data_versions(defs: dg.Definitions, instance: dg.DagsterInstance) -> dict[str, str]:
+    """`asset` or `asset[partition]` → the data version of its latest materialization."""
+    graph = defs.resolve_asset_graph()
+    out: dict[str, str] = {}
+    for key in graph.materializable_asset_keys:
+        node = graph.get(key)
+        partitions = node.partitions_def.get_partition_keys() if node.partitions_def else [None]
+        for partition in partitions:
+            records = instance.fetch_materializations(
+                dg.AssetRecordsFilter(
+                    asset_key=key, asset_partitions=[partition] if partition else None
+                ),
+                limit=1,
+            ).records
+            if records:
+                name = key.to_user_string() + (f"[{partition}]" if partition else "")
+                tags = records[0].asset_materialization.tags or {}
+                out[name] = tags.get("dagster/data_version", "")
+    return out
+
+
+def plan_jobs(defs: dg.Definitions, frontier: Sequence[Entry], together: bool = False) -> list[Job]:
+    """The runs of one round. Partitions run one per job. Unpartitioned assets run one job per
+    step (the assets of a multi-asset together), or all in one job when `together` (an
+    executor that spreads one run's steps over workers)."""
+    graph = defs.resolve_asset_graph()
+    jobs: list[Job] = []
+    units: dict[int, set[dg.AssetKey]] = {}
+    for entry in frontier:
+        key = entry.target.key
+        if entry.target.partition is not None:
+            jobs.append(Job((key.to_user_string(),), entry.target.partition))
+            continue
+        node = graph.get(key)
+        unit = 0 if together else id(node.assets_def)
+        units.setdefault(unit, set()).update({key, *node.execution_set_asset_keys})
+    jobs += [Job(tuple(sorted(k.to_user_string() for k in unit))) for unit in units.values()]
+    return jobs
+
+
+class Runner(Protocol):
+    """Runs the jobs of one refresh round: locally (processes) or on a distributed engine."""
+
+    def plan(self, defs: dg.Definitions, frontier: Sequence[Entry]) -> list[Job]: ...
+
+    def run(
+        self, defs: dg.Definitions, instance: dg.DagsterInstance, jobs: list[Job], echo: Print
+    ) -> list[Job]:
+        """Run every job; return the ones whose run failed (raise RefreshError when the
+        runner itself broke)."""
+        ...

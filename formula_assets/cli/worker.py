@@ -1,21 +1,46 @@
-"""Refresh workers: processes that each load the definitions once and run refresh jobs.
+"""The local refresh runner: light jobs in this process, heavy ones in a pool of worker
+processes that each load the definitions once.
 
-Jobs (heavy assets, partitions) are handed out one at a time from a shared pool, longest
-first, so a slow one never holds up the queue behind it. Each worker runs with one
-torch/BLAS thread (on a small CPU two threads in one process train slower than two
-one-thread processes).
+Jobs are handed out one at a time, longest first, so a slow one never holds up the queue
+behind it. Each worker runs with one torch/BLAS thread (on a small CPU two threads in one
+process train slower than two one-thread processes). A worker that dies — killed for memory,
+a segfault — breaks the pool: the refresh stops at once with an error that names the job the
+dead worker was running, and the runs it left in progress are marked failed.
 """
 
 from __future__ import annotations
 
+import multiprocessing
 import os
+import queue as queues
+from collections.abc import Sequence
+from concurrent.futures import FIRST_EXCEPTION, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
+from typing import Any
 
-_DEFS = None
+import dagster as dg
+
+from formula_assets.cli.runs import JOB_TAG, Job, Print, RefreshError, materialize, plan_jobs
+from formula_assets.cli.stale import Entry
+
+# Steps worth a process of their own; the rest is cheaper than starting one (~3 s).
+HEAVY = {"semantic_embeddings": 2.0, "opt_text_embeddings": 2.0, "fold_models": 1.0}
+HEAVY_PARTITIONS = {"graph_text_cl": 3.0}
+
+_DEFS: dg.Definitions | None = None
+_STARTED: Any = None  # the pool's queue of (pid, job) announcements
 
 
-def initialize() -> None:
+def cost(job: Job) -> float:
+    value = sum(HEAVY.get(k, 0.0) for k in job.keys)
+    if job.partition is not None:
+        value *= max((w for m, w in HEAVY_PARTITIONS.items() if m in job.partition), default=1.0)
+    return value
+
+
+def initialize(started: Any) -> None:
     """Pool initializer: pin thread counts before torch is imported, then load definitions."""
-    global _DEFS
+    global _DEFS, _STARTED
     for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
         os.environ[name] = "1"
     from formula_assets.cli.home import ensure_dagster_home
@@ -23,16 +48,80 @@ def initialize() -> None:
 
     ensure_dagster_home()
     _DEFS = load_definitions()
+    _STARTED = started
 
 
-def materialize_job(job):
+def materialize_job(job: Job) -> tuple[Job, bool]:
     """One refresh job (assets, or one partition) as one run on the shared instance."""
-    import dagster as dg
-
-    from formula_assets.cli.runs import materialize
-
+    if _DEFS is None:
+        raise RuntimeError("materialize_job runs in a pool whose initializer loaded the defs")
+    _STARTED.put((os.getpid(), job))
     print(f"materializing {job}", flush=True)
-    keys = [dg.AssetKey.from_user_string(k) for k in job.keys]
     with dg.DagsterInstance.get() as instance:
-        ok = materialize(_DEFS, instance, keys, job.partition)
-    return job, ok
+        return job, materialize(_DEFS, instance, job)
+
+
+class LocalRunner:
+    def __init__(self, workers: int = 2) -> None:
+        self.workers = workers
+
+    def plan(self, defs: dg.Definitions, frontier: Sequence[Entry]) -> list[Job]:
+        return sorted(plan_jobs(defs, frontier), key=cost, reverse=True)  # longest first
+
+    def run(
+        self, defs: dg.Definitions, instance: dg.DagsterInstance, jobs: list[Job], echo: Print
+    ) -> list[Job]:
+        heavy = [job for job in jobs if cost(job) > 0] if self.workers > 1 else []
+        if len(heavy) <= 1:
+            heavy = []
+        failed = [job for job in jobs if job not in heavy and not materialize(defs, instance, job)]
+        if heavy:
+            failed += self._in_processes(instance, heavy)
+        return failed
+
+    def _in_processes(self, instance: dg.DagsterInstance, jobs: list[Job]) -> list[Job]:
+        context = multiprocessing.get_context("spawn")
+        started = context.Queue()
+        pool = ProcessPoolExecutor(
+            min(self.workers, len(jobs)), context, initializer=initialize, initargs=(started,)
+        )
+        futures = {pool.submit(materialize_job, job): job for job in jobs}
+        try:
+            done, _ = wait(futures, return_when=FIRST_EXCEPTION)
+            broken = [f for f in done if isinstance(f.exception(), BrokenProcessPool)]
+            if broken:
+                raise self._broken(instance, futures.values(), done, started)
+            return [futures[f] for f in done if not f.result()[1]]
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
+
+    @staticmethod
+    def _broken(instance: dg.DagsterInstance, jobs: Any, done: Any, started: Any) -> RefreshError:
+        """A worker died (killed for memory, crashed): the jobs announced as started and never
+        finished were running; one of them was the dead worker's. Their runs are failed."""
+        finished = {f.result()[0] for f in done if f.exception() is None}
+        announced: list[Job] = []
+        while True:
+            try:
+                announced.append(started.get(timeout=0.5)[1])
+            except queues.Empty:
+                break
+        running = [job for job in dict.fromkeys(announced) if job not in finished]
+        waiting = [job for job in jobs if job not in finished and job not in running]
+        for job in running:
+            _mark_runs_failed(instance, job)
+        return RefreshError(
+            "a worker process died while running "
+            + (", ".join(map(str, running)) or "a job that had not started")
+            + (f"; not started: {', '.join(map(str, waiting))}" if waiting else "")
+            + ". The last good data is kept; run refresh again."
+        )
+
+
+def _mark_runs_failed(instance: dg.DagsterInstance, job: Job) -> None:
+    """Runs of `job` that a dead worker left started are failed, not running forever."""
+    records = instance.get_runs(
+        filters=dg.RunsFilter(tags={JOB_TAG: str(job)}, statuses=[dg.DagsterRunStatus.STARTED])
+    )
+    for run in records:
+        instance.report_run_failed(run)

@@ -3,7 +3,8 @@
 A reader never sees a half-written file. On a local disk data goes to a hidden temporary
 sibling first and is renamed over the final path only when complete; on an object store
 (or any other non-local filesystem) the finished bytes go up in one PUT, which the store
-makes visible all at once, so nothing partial is ever written there. Concurrent writers each
+makes visible all at once, so nothing partial is ever written there, and tables are read
+back in one GET, so a read never mixes two versions. Concurrent writers each
 use their own temporary file, so the last rename wins with a complete file.
 
 Temporary files and model versions carry the writer's tag, host + pid + random. A writer
@@ -128,5 +129,9 @@ def write_bytes_atomic(data: bytes, path: UPath) -> None:
 
 
 def read_parquet(path: UPath) -> pa.Table:
+    """A whole table. From an object store in one GET: ranged reads could span two versions
+    of an object that is replaced meanwhile."""
+    if not _is_local(path):
+        return pq.read_table(pa.BufferReader(path.fs.cat_file(path.path)))
     with path.open("rb") as fh:
         return pq.read_table(fh)
