@@ -182,11 +182,8 @@ def placements(instance: dg.DagsterInstance, run_ids: Sequence[str]) -> list[Pla
     return sorted(out, key=lambda p: p.started)
 
 
-def _instance_yaml(postgres: Postgres) -> dict:
-    return {
-        "storage": {"postgres": {"postgres_url": postgres.url()}},
-        "telemetry": {"enabled": False},
-    }
+POSTGRES_URL_ENV = "FORMULA_ASSETS_POSTGRES_URL"
+INSTANCE_SETTINGS = Path(__file__).resolve().parent.parent / "deploy" / "dagster.yaml"
 
 
 def run_distributed(
@@ -218,7 +215,7 @@ def run_distributed(
             echo(f"starting PostgreSQL (unix socket in {postgres.socket})")
             postgres.start()
             broker = "sqla+" + postgres.url()
-            (home / "dagster.yaml").write_text(yaml.safe_dump(_instance_yaml(postgres)))
+            shutil.copy(INSTANCE_SETTINGS, home / "dagster.yaml")  # the shipped settings
             celery_yaml = folder / "celery.yaml"
             celery_yaml.write_text(
                 yaml.safe_dump({"execution": {"config": {"broker": broker, "backend": BACKEND}}})
@@ -229,6 +226,7 @@ def run_distributed(
                 settings.DATA_LAKE_ENV: lake or str(folder / "lake"),
                 PROFILE_ENV: profile,
                 BROKER_ENV: broker,
+                POSTGRES_URL_ENV: postgres.url(),
                 "OMP_NUM_THREADS": "1",
                 "MKL_NUM_THREADS": "1",
                 "OPENBLAS_NUM_THREADS": "1",

@@ -31,7 +31,7 @@ class DeploymentError(RuntimeError):
     """A process of the deployment did not start; the message says which and why."""
 
 
-def _postgres_bin(name: str) -> str:
+def postgres_bin(name: str) -> str:
     found = shutil.which(name)
     if found:
         return found
@@ -81,18 +81,18 @@ class Postgres:
             for path in (self.root, self.data, self.socket):
                 shutil.chown(path, POSTGRES_USER, POSTGRES_USER)
         _run(
-            [*prefix, _postgres_bin("initdb"), "-D", str(self.data), "-U", POSTGRES_USER,
+            [*prefix, postgres_bin("initdb"), "-D", str(self.data), "-U", POSTGRES_USER,
              "--auth=trust", "-E", "UTF8", "--no-sync"],
             "initdb",
         )  # fmt: skip
         options = f"-k {self.socket} -p {PORT} -c listen_addresses='' -c fsync=off"
         _run(
-            [*prefix, _postgres_bin("pg_ctl"), "-D", str(self.data), "-o", options,
+            [*prefix, postgres_bin("pg_ctl"), "-D", str(self.data), "-o", options,
              "-l", str(self.root / "postgres.log"), "-w", "-t", "60", "start"],
             "pg_ctl start",
         )  # fmt: skip
         _run(
-            [_postgres_bin("psql"), "-h", str(self.socket), "-p", str(PORT), "-U", POSTGRES_USER,
+            [postgres_bin("psql"), "-h", str(self.socket), "-p", str(PORT), "-U", POSTGRES_USER,
              "-c", f"CREATE DATABASE {DATABASE}"],
             "creating the dagster database",
         )  # fmt: skip
@@ -100,7 +100,7 @@ class Postgres:
     def stop(self) -> None:
         if (self.data / "postmaster.pid").exists():
             subprocess.run(
-                [*self._as_server_user(), _postgres_bin("pg_ctl"), "-D", str(self.data),
+                [*self._as_server_user(), postgres_bin("pg_ctl"), "-D", str(self.data),
                  "-m", "fast", "-w", "stop"],
                 capture_output=True, timeout=60,
             )  # fmt: skip

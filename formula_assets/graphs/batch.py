@@ -42,7 +42,7 @@ class GraphArrays:
         return np.repeat(np.arange(len(sizes)), sizes)
 
     def sizes(self, graphs: Sequence[int]) -> np.ndarray:
-        index = np.asarray(graphs)
+        index = np.asarray(graphs, dtype=np.int64)  # an empty selection is still an index
         return self.node_offsets[index + 1] - self.node_offsets[index]
 
     def select(self, graphs: Sequence[int]) -> GraphArrays:

@@ -171,8 +171,21 @@ _NAMED_ENTITY = re.compile(r"&([A-Za-z][A-Za-z0-9]{1,31});")
 _FORBIDDEN_MARKUP = re.compile(r"<!\s*(DOCTYPE|ENTITY)", re.IGNORECASE)
 
 
+class _RefuseExternal(etree.Resolver):
+    """Answers every request for an external DTD or entity with nothing.
+
+    ``load_dtd=False`` alone does not keep files out: with libxml2 < 2.15, lxml implements
+    ``collect_ids=False`` through the parser's ``loadsubset`` field, and libxml2 then reads an
+    external DTD subset or parameter entity from any local path the document names.
+    """
+
+    def resolve(self, url: str, pubid: str | None, context: object) -> object:
+        return self.resolve_string("", context)
+
+
 def _make_parser() -> etree.XMLParser:
-    return etree.XMLParser(
+    parser = etree.XMLParser(
+        encoding="utf-8",  # what _to_bytes hands over, whatever an XML declaration says
         resolve_entities=False,
         no_network=True,
         load_dtd=False,
@@ -183,6 +196,8 @@ def _make_parser() -> etree.XMLParser:
         collect_ids=False,
         recover=False,
     )
+    parser.resolvers.add(_RefuseExternal())
+    return parser
 
 
 _PARSER = _make_parser()
@@ -328,7 +343,10 @@ class _Converter:
 
     def one(self, element: etree._Element, depth: int) -> OptNode:
         """The single node an element stands for in a positional slot."""
-        nodes = self.sequence(element, depth)
+        return self.single(self.sequence(element, depth))
+
+    def single(self, nodes: list[OptNode]) -> OptNode:
+        """One node for a sequence: itself, a group of several, or the empty placeholder."""
         if len(nodes) == 1:
             return nodes[0]
         if not nodes:
@@ -444,9 +462,10 @@ def parse_mathml_tree(text: str | bytes, options: ParseOptions = DEFAULT_OPTIONS
     if name != "math":
         raise MathMLError(f"root element is <{name}>, expected <math>")
     converter = _Converter(options)
-    node = converter.one(root, 0)
-    if node.token == EMPTY_TOKEN and not node.children:
+    nodes = converter.sequence(root, 0)
+    if not nodes:  # not `node.token == EMPTY_TOKEN`: <mi>∅</mi> is the empty set, not nothing
         raise MathMLError("the formula is empty")
+    node = converter.single(nodes)
     node.role, node.position = "root", 0
     return OptTree(node, converter.warnings)
 

@@ -13,13 +13,13 @@ import dagster as dg
 import pytest
 
 from formula_assets.cli.runs import data_versions
-from formula_assets.deploy.local import DeploymentError, _postgres_bin
+from formula_assets.deploy.local import DeploymentError, postgres_bin
 from formula_assets_tests.pipeline import SAMPLE
 
 
 def postgres_installed() -> bool:
     try:
-        _postgres_bin("initdb")
+        postgres_bin("initdb")
     except DeploymentError:
         return False
     return True
