@@ -33,15 +33,25 @@ def _run(module: str) -> dict:
     return json.loads(output.read_text(encoding="utf-8"))
 
 
-def _equivalent(mutant: dict, path: str, equivalents: list[Equivalent]) -> bool:
+def _equivalent(mutant: dict, occurrence: int, path: str, equivalents: list[Equivalent]) -> bool:
     return any(
-        e.path == path and e.operator == mutant["operator"] and e.source == mutant["source"]
+        e.path == path
+        and e.operator == mutant["operator"]
+        and e.source == mutant["source"]
+        and e.occurrence in (None, occurrence)
         for e in equivalents
     )
 
 
 def score(result: dict, equivalents: list[Equivalent]) -> tuple[int, int, list[dict]]:
-    counted = [m for m in result["mutants"] if not _equivalent(m, result["path"], equivalents)]
+    seen: dict[tuple[str, str], int] = {}
+    counted = []
+    for mutant in result["mutants"]:
+        key = (mutant["operator"], mutant["source"])
+        seen[key] = seen.get(key, 0) + 1
+        mutant["occurrence"] = seen[key]
+        if not _equivalent(mutant, seen[key], result["path"], equivalents):
+            counted.append(mutant)
     survivors = [m for m in counted if not m["outcome"].startswith("killed")]
     return len(counted) - len(survivors), len(counted), survivors
 
@@ -67,7 +77,10 @@ def main(argv: list[str] | None = None) -> int:
         lines.append(f"{result['module']} {killed}/{total} ({rate:.0%})")
         if not args.quiet:
             for m in survivors:
-                print(f"  survived {m['id']}  {m['source']}  [{m['outcome']}]")
+                print(
+                    f"  survived {m['id']} (occurrence {m['occurrence']})  {m['source']}"
+                    f"  [{m['outcome']}]"
+                )
     for line in lines:
         print(line)
     rate = killed_all / total_all if total_all else 1.0

@@ -1,6 +1,7 @@
 """Which modules are mutated and which tests judge each: `targets.toml`; which surviving
 mutants are equivalent (no test can tell them apart): `equivalent/<module>.toml`, one entry
-per mutant with `path`, `operator`, `source` (the mutated line, stripped) and `reason`."""
+per mutant with `path`, `operator`, `source` (the mutated line, stripped) and `reason`, and
+`occurrence` where the same operator applies more than once to the same line of source."""
 
 from __future__ import annotations
 
@@ -29,6 +30,9 @@ class Equivalent:
     operator: str
     source: str  # the stripped source line of the mutant
     reason: str
+    # Among mutants with the same path, operator and source line, which one (1, 2, …, in the
+    # order the tool lists them); None: all of them.
+    occurrence: int | None = None
 
 
 def load_targets(path: Path = HERE / "targets.toml") -> list[Target]:
@@ -51,6 +55,12 @@ def load_equivalents(folder: Path = HERE / "equivalent") -> list[Equivalent]:
             if not entry.get("reason", "").strip():
                 raise ValueError(f"{path.name}: equivalent mutant without a reason: {entry}")
             out.append(
-                Equivalent(entry["path"], entry["operator"], entry["source"], entry["reason"])
+                Equivalent(
+                    entry["path"],
+                    entry["operator"],
+                    entry["source"],
+                    entry["reason"],
+                    entry.get("occurrence"),
+                )
             )
     return out

@@ -15,6 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import linalg, stats
 
+from formula_assets.analysis import correspondence as correspondence_module
 from formula_assets.analysis.correspondence import (
     METRICS_SCHEMA,
     PAPER_TABLE_1,
@@ -760,3 +761,18 @@ def test_metrics_table_round_trips_through_json() -> None:
         assert row["value"] == result.metrics[row["metric"]]
         detail = None if row["detail"] is None else json.loads(row["detail"])
         assert detail == result.details.get(row["metric"])
+
+
+def test_table_1_runs_on_one_blas_thread(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Thread counts change the last bits of BLAS sums: one thread, in every process."""
+    from threadpoolctl import threadpool_info
+
+    seen: list[list[int]] = []
+
+    def spy(*args: object) -> str:
+        seen.append([pool["num_threads"] for pool in threadpool_info()])
+        return "result"
+
+    monkeypatch.setattr(correspondence_module, "_correspondence", spy)
+    assert correspondence_module.correspondence(np.zeros((12, 2)), np.zeros((12, 2))) == "result"
+    assert seen and seen[0] and set(seen[0]) == {1}

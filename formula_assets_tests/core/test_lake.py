@@ -197,3 +197,15 @@ def test_a_writer_killed_at_any_step_leaves_the_old_or_the_new_file(tmp_path: Pa
         lake.write_parquet_atomic(table(3.0, 5), UPath(target))  # the next write works
         assert lake.read_parquet(UPath(target))["value"].to_pylist() == [3.0] * 5
         assert temporaries(target.parent) == [], step  # and removed the dead writer's debris
+
+
+def test_object_store_tables_are_read_in_one_get(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A ranged read could span two versions of an object replaced meanwhile: one GET."""
+    target = UPath(f"memory://lake-{uuid.uuid4().hex}") / "asset.parquet"
+    lake.write_parquet_atomic(table(1.0, 3), target)
+
+    def no_ranged_reads(self, *args, **kwargs):
+        raise AssertionError("opened for ranged reads")
+
+    monkeypatch.setattr(type(target), "open", no_ranged_reads)
+    assert lake.read_parquet(target)["value"].to_pylist() == [1.0] * 3
