@@ -22,12 +22,11 @@ import pyarrow as pa
 from upath import UPath
 
 from formula_assets.core import lake
-from formula_assets.core.arrow import embedding_matrix, vectors
+from formula_assets.core.arrow import embedding_matrix, recorded_model, vectors
 from formula_assets.core.protocol import ENSEMBLE, FOLDS, TRAINED
 from formula_assets.evaluation.ranking import CosineScorer
 from formula_assets.evaluation.table2 import ensemble_scorer, fold_ensemble_weights
 from formula_assets.graphs.vocabulary import TokenVocabulary
-from formula_assets.semantics.tables import MODEL_NAME_KEY
 from formula_assets.syntax.mathml import MathMLError, parse_mathml
 from formula_assets.syntax.opt import build_opt_graphs, flatten
 
@@ -82,7 +81,7 @@ class Searcher:
         self._frozen_opt = dict(
             zip(*embedding_matrix(_read(root, "opt_text_embeddings")), strict=True)
         )
-        self.model_name = (semantic.schema.metadata or {}).get(MODEL_NAME_KEY, b"").decode() or None
+        self.model_name = recorded_model(semantic)
         self.available = self._available_models()
         self.method = self._choose_method(method)
         self.fold = self._choose_fold(fold)

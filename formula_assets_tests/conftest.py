@@ -28,6 +28,7 @@ class SmallCorpus:
     semantic: pa.Table
     opt_text: pa.Table
     folds: pa.Table
+    tokens: pa.Table
 
 
 @pytest.fixture(scope="session")
@@ -37,7 +38,7 @@ def small_corpus() -> SmallCorpus:
     from formula_assets.ingest.sources import sample_records
     from formula_assets.semantics.annotations import build_annotations
     from formula_assets.semantics.models import TextEmbedder, resolve_model
-    from formula_assets.semantics.tables import opt_text_vectors, semantic_vectors
+    from formula_assets.semantics.tables import opt_text_vectors, semantic_vectors, token_vectors
     from formula_assets.syntax.opt import build_opt_graphs
     from formula_assets.training.folds import assign_folds
 
@@ -49,10 +50,11 @@ def small_corpus() -> SmallCorpus:
     embedder = TextEmbedder(resolve_model(None, "the default"))
     semantic, _, _ = semantic_vectors(annotations, embedder, None)
     opt_text, _ = opt_text_vectors(graphs, embedder, None)
+    tokens, _ = token_vectors(graphs, embedder, None)
     folds = assign_folds(
         zip(formulae["qid"].to_pylist(), formulae["paper_fold"].to_pylist(), strict=True)
     )
-    return SmallCorpus(formulae, graphs, annotations, semantic, opt_text, folds)
+    return SmallCorpus(formulae, graphs, annotations, semantic, opt_text, folds, tokens)
 
 
 @pytest.fixture(scope="session")

@@ -24,7 +24,12 @@ from formula_assets.cli.runs import JOB_TAG, Job, Print, RefreshError, materiali
 from formula_assets.cli.stale import Entry
 
 # Steps worth a process of their own; the rest is cheaper than starting one (~3 s).
-HEAVY = {"semantic_embeddings": 2.0, "opt_text_embeddings": 2.0, "fold_models": 1.0}
+HEAVY = {
+    "semantic_embeddings": 2.0,
+    "opt_text_embeddings": 2.0,
+    "opt_token_embeddings": 1.0,
+    "fold_models": 1.0,
+}
 HEAVY_PARTITIONS = {"graph_text_cl": 3.0}
 
 _DEFS: dg.Definitions | None = None

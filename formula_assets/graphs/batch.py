@@ -32,6 +32,8 @@ class GraphArrays:
     edge_position: np.ndarray  # (E,) int64 child position, clipped to MAX_POSITION
     node_offsets: np.ndarray  # (G + 1,) where each graph's nodes start
     edge_offsets: np.ndarray  # (G + 1,) where each graph's edges start
+    # (N,) rows of a table of token-text vectors (row 0: no text), when one is used
+    text_tokens: np.ndarray | None = None
 
     @property
     def num_graphs(self) -> int:
@@ -64,6 +66,7 @@ class GraphArrays:
             edge_position=self.edge_position[edge_take],
             node_offsets=new_node_offsets,
             edge_offsets=np.concatenate(([0], np.cumsum(edge_sizes))),
+            text_tokens=None if self.text_tokens is None else self.text_tokens[node_take],
         )
 
 
@@ -77,8 +80,13 @@ def _ranges(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
     return np.arange(total, dtype=np.int64) + offsets
 
 
-def graph_arrays(graphs: pa.Table, vocabulary: TokenVocabulary) -> GraphArrays:
-    """All rows of an `opt_graphs` table as one concatenated set of arrays."""
+def graph_arrays(
+    graphs: pa.Table,
+    vocabulary: TokenVocabulary,
+    text_vocabulary: TokenVocabulary | None = None,
+) -> GraphArrays:
+    """All rows of an `opt_graphs` table as one concatenated set of arrays; with a
+    `text_vocabulary`, each node also gets its row in the table of token-text vectors."""
     tokens_lists = graphs.column("node_tokens").to_pylist()
     type_lists = graphs.column("node_types").to_pylist()
     parents_lists = graphs.column("edge_parent").to_pylist()
@@ -120,4 +128,7 @@ def graph_arrays(graphs: pa.Table, vocabulary: TokenVocabulary) -> GraphArrays:
         edge_position=edge_position,
         node_offsets=node_offsets,
         edge_offsets=np.concatenate(([0], np.cumsum(2 * edge_sizes))),
+        text_tokens=None
+        if text_vocabulary is None
+        else np.asarray(text_vocabulary.ids(flat_tokens), dtype=np.int64),
     )

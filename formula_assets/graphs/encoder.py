@@ -13,20 +13,35 @@ from torch_geometric.nn import GINEConv, global_mean_pool
 
 from formula_assets.graphs.batch import MAX_POSITION, NUM_EDGE_ROLES, NUM_NODE_TYPES, GraphArrays
 
+READOUTS = ("mean", "mean+root")
+UNK_ID = 1  # TokenVocabulary: 0 padding, 1 unknown
 
-def to_tensors(arrays: GraphArrays, device: torch.device | str = "cpu") -> dict[str, torch.Tensor]:
+
+def to_tensors(
+    arrays: GraphArrays,
+    device: torch.device | str = "cpu",
+    text_table: np.ndarray | None = None,
+) -> dict[str, torch.Tensor]:
+    """Tensors of a batch; with `text_table`, every node's token-text vector as `text`."""
+
     def tensor(values: np.ndarray) -> torch.Tensor:
         return torch.from_numpy(np.ascontiguousarray(values)).to(device)
 
-    return {
+    batch = {
         "tokens": tensor(arrays.tokens),
         "types": tensor(arrays.types),
         "edge_index": tensor(arrays.edge_index),
         "edge_role": tensor(arrays.edge_role),
         "edge_position": tensor(arrays.edge_position),
         "batch": tensor(arrays.batch_vector()),
+        "roots": tensor(arrays.node_offsets[:-1]),
         "num_graphs": torch.tensor(arrays.num_graphs),
     }
+    if text_table is not None:
+        if arrays.text_tokens is None:
+            raise ValueError("a text table needs arrays built with a text vocabulary")
+        batch["text"] = tensor(text_table[arrays.text_tokens].astype(np.float32, copy=False))
+    return batch
 
 
 class GineEncoder(nn.Module):
@@ -37,9 +52,17 @@ class GineEncoder(nn.Module):
         out_dim: int = 128,
         layers: int = 2,
         dropout: float = 0.0,
+        text_dim: int = 0,
+        readout: str = "mean",
+        token_dropout: float = 0.0,
     ) -> None:
         super().__init__()
+        if readout not in READOUTS:
+            raise ValueError(f"readout must be one of {READOUTS}, got {readout!r}")
+        self.readout = readout
+        self.token_dropout = token_dropout
         self.token = nn.Embedding(vocabulary_size, hidden, padding_idx=0)
+        self.text = nn.Linear(text_dim, hidden) if text_dim else None
         self.node_type = nn.Embedding(NUM_NODE_TYPES, hidden)
         self.role = nn.Embedding(NUM_EDGE_ROLES, hidden)
         self.position = nn.Embedding(MAX_POSITION + 1, hidden)
@@ -52,15 +75,29 @@ class GineEncoder(nn.Module):
         )
         self.norms = nn.ModuleList(nn.LayerNorm(hidden) for _ in range(layers))
         self.dropout = nn.Dropout(dropout)
-        self.proj = nn.Linear(hidden, out_dim)
+        self.proj = nn.Linear(hidden * (2 if readout == "mean+root" else 1), out_dim)
+
+    def _tokens(self, tokens: torch.Tensor) -> torch.Tensor:
+        """In training, a share of known tokens is replaced by UNK, so that UNK is learned
+        for the tokens only test formulae have."""
+        if not (self.training and self.token_dropout > 0):
+            return tokens
+        drop = torch.rand(tokens.shape, device=tokens.device) < self.token_dropout
+        return torch.where(drop & (tokens > UNK_ID), torch.full_like(tokens, UNK_ID), tokens)
 
     def pool(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
-        """Mean-pooled node states after the GINE layers (before W_proj)."""
-        h = self.token(batch["tokens"]) + self.node_type(batch["types"])
+        """Graph vectors after the GINE layers (before W_proj): the mean of the node states,
+        and with `mean+root` also the root's state (the operator that holds the formula)."""
+        h = self.token(self._tokens(batch["tokens"])) + self.node_type(batch["types"])
+        if self.text is not None:
+            h = h + self.text(batch["text"])
         e = self.role(batch["edge_role"]) + self.position(batch["edge_position"])
         for conv, norm in zip(self.convs, self.norms, strict=True):
             h = h + self.dropout(torch.relu(norm(conv(h, batch["edge_index"], e))))
-        return global_mean_pool(h, batch["batch"], size=int(batch["num_graphs"]))
+        mean = global_mean_pool(h, batch["batch"], size=int(batch["num_graphs"]))
+        if self.readout == "mean+root":
+            return torch.cat([mean, h[batch["roots"]]], dim=1)
+        return mean
 
     def forward(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
         return self.proj(self.pool(batch))

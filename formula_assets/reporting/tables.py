@@ -16,10 +16,11 @@ TABLE_1_COLUMNS = ["metric", "ours", "paper", "note"]
 TABLE_2_COLUMNS = ["direction", "method", "R@1", "R@5", "R@10", "MRR", "paper R@1/5/10/MRR"]
 SIGNIFICANCE_COLUMNS = [
     "method",
-    "baseline",
+    "compared with",
     "direction",
     "Δ mean RR",
     "Wilcoxon p (queries)",
+    "Holm-adjusted p",
     "paired t p (folds)",
 ]
 
@@ -109,6 +110,7 @@ def significance_rows(comparisons: Sequence[Comparison]) -> list[list[str]]:
             c.direction.replace("_", " "),
             f"{c.mean_rr_difference:+.3f}",
             f"{c.wilcoxon_p:.1e}",
+            f"{c.holm_p:.1e}",
             f"{c.fold_t_p:.1e}",
         ]
         for c in comparisons

@@ -5,21 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from formula_assets.core.arrow import embedding_table
+from formula_assets.core.arrow import embedding_table, vector_column
 from formula_assets.semantics.cache import EmbeddingCache, EmbedStats, embed_texts
 from formula_assets.semantics.models import Progress, TextEmbedder
 
 AGGREGATIONS = ("sum", "mean")
-MODEL_NAME_KEY = b"model_name"
-MODEL_IDENTITY_KEY = b"model_identity"
-
-
-def with_model(table: pa.Table, name: str, identity: str) -> pa.Table:
-    """Record which sentence-transformer made the vectors, so queries can use the same one."""
-    metadata = dict(table.schema.metadata or {})
-    metadata[MODEL_NAME_KEY] = name.encode()
-    metadata[MODEL_IDENTITY_KEY] = identity.encode()
-    return table.replace_schema_metadata(metadata)
 
 
 def semantic_vectors(
@@ -66,3 +56,17 @@ def opt_text_vectors(
         graphs.column("linearised_opt").to_pylist(), embedder, cache, progress
     )
     return embedding_table(qids, matrix), stats
+
+
+def token_vectors(
+    graphs: pa.Table,
+    embedder: TextEmbedder,
+    cache: EmbeddingCache | None,
+    progress: Progress | None = None,
+) -> tuple[pa.Table, EmbedStats]:
+    """The sentence vector of every distinct OPT token's text (`x`, `frac`, `\\sin`, `=`):
+    what the graph encoder knows of a symbol before any training, unseen ones included."""
+    tokens = sorted({t for tokens in graphs.column("node_tokens").to_pylist() for t in tokens})
+    matrix, stats = embed_texts(tokens, embedder, cache, progress)
+    table = pa.table({"token": pa.array(tokens, pa.string()), "embedding": vector_column(matrix)})
+    return table, stats

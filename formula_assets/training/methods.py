@@ -18,13 +18,14 @@ import numpy as np
 import pyarrow as pa
 import torch
 
-from formula_assets.core.arrow import embedding_matrix
+from formula_assets.core.arrow import embedding_matrix, vectors
 from formula_assets.core.profiles import Profile
 from formula_assets.core.protocol import TRAINED
 from formula_assets.graphs.batch import graph_arrays
 from formula_assets.graphs.encoder import to_tensors
 from formula_assets.graphs.vocabulary import TokenVocabulary
 from formula_assets.training.artifacts import TrainedModel, embeddings_table
+from formula_assets.training.determinism import deterministic
 from formula_assets.training.folds import split_rows
 from formula_assets.training.models import DualEncoder, GraphTextModel
 from formula_assets.training.trainer import MatrixInputs, TrainSettings, encode, train
@@ -32,6 +33,27 @@ from formula_assets.training.trainer import MatrixInputs, TrainSettings, encode,
 # The training profile (sizes, epochs, seeds) changes every model: it enters the code version.
 RESULT_SETTINGS = ("profile",)
 Log = Callable[[str], None]
+
+
+@dataclass
+class TokenTexts:
+    """The sentence vector of every OPT token's text (a training-free, frozen input)."""
+
+    tokens: list[str]
+    vectors: np.ndarray
+
+    @classmethod
+    def from_table(cls, table: pa.Table) -> TokenTexts:
+        column = table.column("embedding")
+        return cls(table.column("token").to_pylist(), vectors(column, column.type.list_size))
+
+    def lookup(self) -> tuple[TokenVocabulary, np.ndarray]:
+        """Token → row, and the table (rows 0 and 1, padding and unknown, are zeros)."""
+        vocabulary = TokenVocabulary.from_tokens(
+            [TokenVocabulary.PAD, TokenVocabulary.UNK, *self.tokens]
+        )
+        zeros = np.zeros((2, self.vectors.shape[1]), dtype=np.float32)
+        return vocabulary, np.vstack([zeros, self.vectors.astype(np.float32)])
 
 
 @dataclass
@@ -43,6 +65,7 @@ class AlignmentData:
     semantic: np.ndarray
     opt_text: np.ndarray
     folds: dict[str, int]
+    token_texts: TokenTexts | None = None
 
 
 def alignment_data(
@@ -50,6 +73,7 @@ def alignment_data(
     opt_graphs: pa.Table,
     semantic_embeddings: pa.Table,
     opt_text_embeddings: pa.Table,
+    opt_token_embeddings: pa.Table | None = None,
 ) -> AlignmentData:
     folds = dict(
         zip(cv_folds.column("qid").to_pylist(), cv_folds.column("fold").to_pylist(), strict=True)
@@ -67,18 +91,47 @@ def alignment_data(
         semantic=semantic[[sem_index[q] for q in qids]],
         opt_text=opt_text[[txt_index[q] for q in qids]],
         folds={q: folds[q] for q in qids},
+        token_texts=None
+        if opt_token_embeddings is None
+        else TokenTexts.from_table(opt_token_embeddings),
     )
+
+
+def unseen_tokens(
+    graphs: pa.Table, rows: np.ndarray, vocabulary: TokenVocabulary
+) -> dict[str, float]:
+    """How many of the given rows' tokens the (training) vocabulary does not know."""
+    known = set(vocabulary.tokens[2:])
+    tokens = [t for r in rows for t in graphs["node_tokens"][int(r)].as_py()]
+    unseen = [t for t in tokens if t not in known]
+    return {
+        "occurrences": len(unseen),
+        "distinct": len(set(unseen)),
+        "share_of_occurrences": len(unseen) / len(tokens) if tokens else 0.0,
+        "formulae_with_any": int(
+            sum(any(t not in known for t in graphs["node_tokens"][int(r)].as_py()) for r in rows)
+        ),
+    }
 
 
 class GraphInputs:
     """Graph batches for row indices, built from one precomputed set of arrays."""
 
-    def __init__(self, graphs: pa.Table, vocabulary: TokenVocabulary, device: str) -> None:
-        self.arrays = graph_arrays(graphs, vocabulary)
+    def __init__(
+        self,
+        graphs: pa.Table,
+        vocabulary: TokenVocabulary,
+        device: str,
+        token_texts: TokenTexts | None = None,
+    ) -> None:
+        text_vocabulary, self.text_table = (
+            token_texts.lookup() if token_texts is not None else (None, None)
+        )
+        self.arrays = graph_arrays(graphs, vocabulary, text_vocabulary)
         self.device = device
 
     def batch(self, rows: np.ndarray) -> dict[str, torch.Tensor]:
-        return to_tensors(self.arrays.select(rows), self.device)
+        return to_tensors(self.arrays.select(rows), self.device, self.text_table)
 
 
 def default_device() -> str:
@@ -95,6 +148,10 @@ def build_model(config: dict[str, Any]) -> torch.nn.Module:
             settings["hidden"],
             settings["out_dim"],
             settings["dropout"],
+            layers=settings.get("layers", 2),
+            text_dim=config.get("token_text_dim", 0),
+            readout=settings.get("readout", "mean"),
+            token_dropout=settings.get("token_dropout", 0.0),
         )
     if config["method"] == "sbert_dual_cl":
         return DualEncoder(
@@ -124,6 +181,8 @@ def train_fold(
     split, train_rows, validation_rows = split_rows(
         data.qids, data.folds, fold, profile.validation_fraction
     )
+    index = {q: i for i, q in enumerate(data.qids)}
+    split_test_rows = np.array([index[q] for q in split.test], dtype=np.int64)
     settings = profile.settings(method)
     seed = profile.seed * 1000 + fold
     torch.manual_seed(seed)
@@ -148,7 +207,14 @@ def train_fold(
             data.graphs.take(pa.array(train_rows)).column("node_tokens").to_pylist()
         )
         config["vocabulary"] = list(vocabulary.tokens)
-        structural = GraphInputs(data.graphs, vocabulary, device)
+        config["unseen_test_tokens"] = unseen_tokens(data.graphs, split_test_rows, vocabulary)
+        token_texts = None
+        if settings.token_text:
+            if data.token_texts is None:
+                raise ValueError("the profile uses token texts: pass opt_token_embeddings")
+            token_texts = data.token_texts
+            config["token_text_dim"] = int(token_texts.vectors.shape[1])
+        structural = GraphInputs(data.graphs, vocabulary, device, token_texts)
     else:
         structural = MatrixInputs(torch.from_numpy(data.opt_text.copy()).to(device))
     model = build_model(config).to(device)
@@ -157,23 +223,26 @@ def train_fold(
         f"{len(split.test)} test formulae; {profile.name} profile on {device}"
     )
     started = time.perf_counter()
-    result = train(
-        model,
-        structural,
-        semantic,
-        train_rows,
-        validation_rows,
-        TrainSettings(
-            epochs=settings.epochs,
-            batch_size=settings.batch_size,
-            learning_rate=settings.learning_rate,
-            weight_decay=settings.weight_decay,
-            intra_weight=settings.intra_weight,
-            patience=settings.patience,
-            seed=seed,
-        ),
-        log,
-    )
+    with deterministic(device) as determinism:
+        result = train(
+            model,
+            structural,
+            semantic,
+            train_rows,
+            validation_rows,
+            TrainSettings(
+                epochs=settings.epochs,
+                batch_size=settings.batch_size,
+                learning_rate=settings.learning_rate,
+                weight_decay=settings.weight_decay,
+                intra_weight=settings.intra_weight,
+                patience=settings.patience,
+                seed=seed,
+            ),
+            log,
+        )
+    if not determinism.deterministic:
+        log(f"not deterministic on {device}: {'; '.join(determinism.warnings)[:500]}")
     roles = split.roles()
     all_rows = np.arange(len(data.qids))
     z_struct, z_sem = encode(model, structural, semantic, all_rows)
@@ -184,6 +253,7 @@ def train_fold(
         "stopped_early": result.stopped_early,
         "train_seconds": round(time.perf_counter() - started, 2),
         "device": device,
+        "deterministic": determinism.deterministic,
         "torch_threads": torch.get_num_threads(),
         "torch": torch.__version__,
         "python": platform.python_version(),

@@ -74,9 +74,21 @@ class GraphTextModel(nn.Module):
         out_dim: int,
         dropout: float,
         layers: int = 2,
+        text_dim: int = 0,
+        readout: str = "mean",
+        token_dropout: float = 0.0,
     ) -> None:
         super().__init__()
-        self.graph = GineEncoder(vocabulary_size, hidden, out_dim, layers, dropout=0.0)
+        self.graph = GineEncoder(
+            vocabulary_size,
+            hidden,
+            out_dim,
+            layers,
+            dropout=0.0,
+            text_dim=text_dim,
+            readout=readout,
+            token_dropout=token_dropout,
+        )
         self.view_dropout = nn.Dropout(dropout)
         self.semantic = ProjectionHead(semantic_dim, hidden, out_dim, dropout)
         self.temperature = Temperature()

@@ -25,6 +25,7 @@ from formula_assets.defs.resources.wikidata import WikidataResource
 from formula_assets.defs.semantics.concept_annotations import concept_annotations
 from formula_assets.defs.semantics.sentence_embeddings import (
     opt_text_embeddings,
+    opt_token_embeddings,
     semantic_embeddings,
 )
 from formula_assets.defs.syntax.opt_graphs import parse_formulae
@@ -98,6 +99,7 @@ def test_assets_and_a_fold_model_round_trip_through_object_storage(
         concept_annotations,
         semantic_embeddings,
         opt_text_embeddings,
+        opt_token_embeddings,
         cv_folds,
         fold_models,
     ]

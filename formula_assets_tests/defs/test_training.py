@@ -7,6 +7,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from upath import UPath
 
+from formula_assets.core.arrow import with_model
 from formula_assets.core.protocol import ALL_METHODS, DIRECTIONS
 from formula_assets.defs.evaluation.retrieval_scores import (
     retrieval_scores_beat_chance,
@@ -36,6 +37,7 @@ def test_fold_model_partition_in_dagster(small_corpus) -> None:
             ("opt_graphs", c.graphs),
             ("semantic_embeddings", c.semantic),
             ("opt_text_embeddings", c.opt_text),
+            ("opt_token_embeddings", c.tokens),
         )
     ]
     base = f"memory://lake-{uuid.uuid4().hex}"
@@ -46,6 +48,7 @@ def test_fold_model_partition_in_dagster(small_corpus) -> None:
             "opt_graphs",
             "semantic_embeddings",
             "opt_text_embeddings",
+            "opt_token_embeddings",
             "cv_folds",
             "fold_models",
         ],
@@ -63,6 +66,41 @@ def test_fold_model_partition_in_dagster(small_corpus) -> None:
     meta = result.asset_materializations_for_node("fold_models")[0].metadata
     assert meta["best_epoch"].value == stored.config["best_epoch"]
     assert meta["training_curve"].value.startswith("![training curve](data:image/png;base64,")
+
+
+def test_a_profile_that_disagrees_with_the_embeddings_is_refused(small_corpus, monkeypatch) -> None:
+    """`profile: paper` as run config on all-MiniLM vectors would train the paper's sizes and
+    record "paper": refused before any training, naming the setting to change."""
+    monkeypatch.delenv("FORMULA_ASSETS_EMBEDDING_MODEL", raising=False)
+    c = small_corpus
+    minilm = with_model(c.semantic, "all-MiniLM-L6-v2", "all-MiniLM-L6-v2-test")
+    fixtures = [
+        constant_asset(name, table)
+        for name, table in (
+            ("wikidata_formulae", c.formulae),
+            ("opt_graphs", c.graphs),
+            ("semantic_embeddings", minilm),
+            ("opt_text_embeddings", with_model(c.opt_text, "all-MiniLM-L6-v2", "x")),
+            ("opt_token_embeddings", c.tokens),
+        )
+    ]
+    base = f"memory://lake-{uuid.uuid4().hex}"
+    result = dg.materialize(
+        [*fixtures, cv_folds, fold_models],
+        resources={
+            "io_manager": DataLakeIOManager(base_path=base),
+            "model_io_manager": ModelIOManager(base_path=base),
+        },
+        partition_key="2|sbert_dual_cl",
+        run_config=dg.RunConfig({"fold_models": {"config": {"profile": "paper"}}}),
+        raise_on_error=False,
+    )
+    assert not result.success
+    (failure,) = [e for e in result.all_events if e.event_type_value == "STEP_FAILURE"]
+    message = failure.step_failure_data.error.message
+    assert "'paper' profile trains on sentence-transformers/all-mpnet-base-v2 vectors" in message
+    assert "FORMULA_ASSETS_PROFILE=paper" in message
+    assert not (UPath(base) / "fold_models" / "2" / "sbert_dual_cl").exists()
 
 
 def test_cv_folds_check(small_corpus) -> None:

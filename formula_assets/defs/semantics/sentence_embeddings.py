@@ -1,5 +1,6 @@
-"""`semantic_embeddings` and `opt_text_embeddings`: sentence-transformer vectors of each
-formula's annotation texts (summed, the paper's X_sem) and of its linearised OPT.
+"""`semantic_embeddings`, `opt_text_embeddings` and `opt_token_embeddings`: sentence-transformer
+vectors of each formula's annotation texts (summed, the paper's X_sem), of its linearised
+OPT, and of every OPT token's text.
 
 Both embed with the same model, through the same cache; the model named by the settings is
 part of their code version (`semantics.models` declares it).
@@ -9,7 +10,7 @@ import dagster as dg
 import pyarrow as pa
 from pydantic import Field
 
-from formula_assets.core.arrow import with_expected_dimension
+from formula_assets.core.arrow import with_expected_dimension, with_model
 from formula_assets.core.checks import vectors_valid
 from formula_assets.core.hashing import table_content_hash
 from formula_assets.core.versioning import code_version
@@ -17,7 +18,7 @@ from formula_assets.defs.automation import AUTOMATION
 from formula_assets.defs.checks import check_result
 from formula_assets.defs.resources.sentence_embedder import SentenceEmbedderResource
 from formula_assets.semantics.models import ProgressLog
-from formula_assets.semantics.tables import opt_text_vectors, semantic_vectors, with_model
+from formula_assets.semantics.tables import opt_text_vectors, semantic_vectors, token_vectors
 
 OWNERS = ["team:formula-assets"]
 
@@ -118,6 +119,29 @@ def opt_text_embeddings(
     return _output(table, embedder, stats)
 
 
+@dg.asset(
+    group_name="semantics",
+    code_version=code_version(__name__),
+    automation_condition=AUTOMATION,
+    kinds={"pytorch", "parquet"},
+    owners=OWNERS,
+)
+def opt_token_embeddings(
+    context: dg.AssetExecutionContext,
+    config: EmbeddingConfig,
+    sentence_embedder: SentenceEmbedderResource,
+    opt_graphs: pa.Table,
+):
+    """The sentence-transformer vector of every distinct OPT token's text: the graph
+    encoder's prior knowledge of a symbol, for tokens training never saw too."""
+    embedder = sentence_embedder.embedder(config.model)
+    cache = sentence_embedder.cache(embedder, context.log.warning)
+    table, stats = token_vectors(
+        opt_graphs, embedder, cache, ProgressLog(context.log.info, "embedding OPT tokens")
+    )
+    return _output(table, embedder, stats, tokens=table.num_rows)
+
+
 @dg.asset_check(asset=semantic_embeddings, blocking=True)
 def semantic_embeddings_valid(semantic_embeddings: pa.Table) -> dg.AssetCheckResult:
     """Finite vectors of the model's width, none all-zero."""
@@ -128,3 +152,9 @@ def semantic_embeddings_valid(semantic_embeddings: pa.Table) -> dg.AssetCheckRes
 def opt_text_embeddings_valid(opt_text_embeddings: pa.Table) -> dg.AssetCheckResult:
     """Finite vectors of the model's width, none all-zero."""
     return check_result(vectors_valid(opt_text_embeddings))
+
+
+@dg.asset_check(asset=opt_token_embeddings, blocking=True)
+def opt_token_embeddings_valid(opt_token_embeddings: pa.Table) -> dg.AssetCheckResult:
+    """Finite vectors of the model's width, none all-zero."""
+    return check_result(vectors_valid(opt_token_embeddings))

@@ -1,10 +1,14 @@
 """`fold_models`: one trained aligner per fold × method, early-stopped on validation."""
 
+import json
+
 import dagster as dg
 import pyarrow as pa
 from pydantic import Field
 
 from formula_assets.core import profiles
+from formula_assets.core.arrow import recorded_model
+from formula_assets.core.hashing import bytes_hash, table_content_hash
 from formula_assets.core.protocol import FOLDS, TRAINED
 from formula_assets.core.versioning import code_version
 from formula_assets.defs import metadata
@@ -43,6 +47,7 @@ def fold_models(
     opt_graphs: pa.Table,
     semantic_embeddings: pa.Table,
     opt_text_embeddings: pa.Table,
+    opt_token_embeddings: pa.Table,
 ):
     """A contrastive aligner per fold × method, early-stopped on validation, never on test."""
     from formula_assets.training import artifacts, methods
@@ -50,18 +55,38 @@ def fold_models(
     keys = context.partition_key.keys_by_dimension
     fold, method = int(keys["fold"]), keys["method"]
     profile = profiles.get_profile(config.profile)
-    data = methods.alignment_data(cv_folds, opt_graphs, semantic_embeddings, opt_text_embeddings)
+    for table in (semantic_embeddings, opt_text_embeddings):
+        problem = profiles.embedding_mismatch(profile, recorded_model(table))
+        if problem:
+            raise dg.Failure(problem)
+    data = methods.alignment_data(
+        cv_folds, opt_graphs, semantic_embeddings, opt_text_embeddings, opt_token_embeddings
+    )
     trained = methods.train_fold(method, fold, data, profile, log=context.log.info)
     best = trained.history[trained.config["best_epoch"] - 1] if trained.history else {}
+    if trained.config["deterministic"]:
+        version = artifacts.content_hash(trained)
+    else:  # the same recipe gives other bits here: name the recipe (see training/determinism)
+        version = bytes_hash(
+            "recipe",
+            code_version(__name__),
+            *(table_content_hash(t) for t in (cv_folds, opt_graphs, semantic_embeddings)),
+            table_content_hash(opt_text_embeddings),
+            table_content_hash(opt_token_embeddings),
+            json.dumps(profile.as_dict(), sort_keys=True),
+            method,
+            str(fold),
+        )
     return dg.Output(
         trained,
-        data_version=dg.DataVersion(artifacts.content_hash(trained)),
+        data_version=dg.DataVersion(version),
         metadata={
             "method": method,
             "fold": fold,
             "profile": profile.name,
             "seed": trained.config["seed"],
             "device": trained.config["device"],
+            "deterministic": trained.config["deterministic"],
             "best_epoch": trained.config["best_epoch"],
             "epochs_run": trained.config["epochs_run"],
             "best_validation_mrr": trained.config["best_validation_mrr"],

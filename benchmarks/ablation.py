@@ -1,0 +1,144 @@
+"""What each change to `graph_text_cl` gives: every variant trained on all five folds.
+
+Each variant is the `default` profile's graph_text_cl settings with some fields changed; it
+is trained on the published folds (2 processes × 1 torch thread) and reported with its mean
+best validation MRR — what a choice between variants may look at — and, for the record only,
+its test R@10 and MRR in both directions, computed as Table 2 does. Reads the upstream assets
+from the data lake (`make run` first).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import multiprocessing
+import os
+import time
+
+import numpy as np
+from upath import UPath
+
+from benchmarks.common import RESULTS, print_table, write_result
+from benchmarks.training import _tables
+from formula_assets.core import lake, settings
+from formula_assets.core.profiles import get_profile
+from formula_assets.core.protocol import DIRECTIONS, FOLDS
+from formula_assets.evaluation.ranking import CosineScorer, gold_ranks
+from formula_assets.training.methods import alignment_data, train_fold
+
+METHOD = "graph_text_cl"
+VARIANTS: dict[str, dict] = {
+    "base": {},
+    "text": {"token_text": True},
+    "text+root": {"token_text": True, "readout": "mean+root"},
+    "text+root+unk": {"token_text": True, "readout": "mean+root", "token_dropout": 0.1},
+    "text+root+unk+3 layers": {
+        "token_text": True,
+        "readout": "mean+root",
+        "token_dropout": 0.1,
+        "layers": 3,
+    },
+}
+
+
+TOKENS = RESULTS / "opt_token_embeddings.parquet"  # made once, read by every process
+
+
+def _token_table():
+    path = UPath(settings.data_lake_url()) / "opt_token_embeddings.parquet"
+    if path.exists():
+        return lake.read_parquet(path)
+    if TOKENS.exists():
+        return lake.read_parquet(UPath(TOKENS))
+    from formula_assets.semantics.cache import EmbeddingCache
+    from formula_assets.semantics.models import TextEmbedder, resolve_model
+    from formula_assets.semantics.tables import token_vectors
+
+    embedder = TextEmbedder(resolve_model(None, "the default"))
+    cache = EmbeddingCache(settings.embedding_cache_url(), embedder.spec.identity)
+    table, _ = token_vectors(
+        lake.read_parquet(UPath(settings.data_lake_url()) / "opt_graphs.parquet"), embedder, cache
+    )
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    lake.write_parquet_atomic(table, UPath(TOKENS))
+    return table
+
+
+def _train(job: tuple) -> dict:
+    name, fold, overrides = job
+    os.environ["OMP_NUM_THREADS"] = "1"
+    t = _tables()
+    data = alignment_data(
+        t["cv_folds"],
+        t["opt_graphs"],
+        t["semantic_embeddings"],
+        t["opt_text_embeddings"],
+        _token_table(),
+    )
+    base = get_profile("default")
+    profile = dataclasses.replace(
+        base, **{METHOD: dataclasses.replace(base.settings(METHOD), **overrides)}
+    )
+    started = time.perf_counter()
+    model = train_fold(METHOD, fold, data, profile)
+    _, structural, semantic = model.split_vectors("test")
+    scorer = CosineScorer(structural, semantic)
+    test = {
+        DIRECTIONS[0]: gold_ranks(scorer).summary(),
+        DIRECTIONS[1]: gold_ranks(scorer.reverse()).summary(),
+    }
+    return {
+        "variant": name,
+        "fold": fold,
+        "validation_mrr": model.config["best_validation_mrr"],
+        "best_epoch": model.config["best_epoch"],
+        "seconds": time.perf_counter() - started,
+        "test": test,
+        "unseen_test_tokens": model.config.get("unseen_test_tokens"),
+    }
+
+
+def run(names: list[str], workers: int = 2) -> dict:
+    _token_table()  # embed the tokens once, before the processes start
+    jobs = [(name, fold, VARIANTS[name]) for name in names for fold in FOLDS]
+    with multiprocessing.get_context("spawn").Pool(workers) as pool:
+        results = pool.map(_train, jobs, chunksize=1)
+    summary = {}
+    for name in names:
+        mine = [r for r in results if r["variant"] == name]
+        summary[name] = {
+            "validation_mrr": float(np.mean([r["validation_mrr"] for r in mine])),
+            **{
+                f"{d}_{m}": float(np.mean([r["test"][d][m] for r in mine]))
+                for d in DIRECTIONS
+                for m in ("recall_at_10", "mrr")
+            },
+            "fold_seconds": [round(r["seconds"], 1) for r in mine],
+            "settings": VARIANTS[name],
+        }
+    print_table(
+        f"{METHOD} variants on the default profile (mean over 5 folds)",
+        ["variant", "validation MRR", "R@10 s→m", "MRR s→m", "R@10 m→s", "MRR m→s", "s/fold"],
+        [
+            [
+                name,
+                f"{r['validation_mrr']:.3f}",
+                f"{r[f'{DIRECTIONS[0]}_recall_at_10']:.3f}",
+                f"{r[f'{DIRECTIONS[0]}_mrr']:.3f}",
+                f"{r[f'{DIRECTIONS[1]}_recall_at_10']:.3f}",
+                f"{r[f'{DIRECTIONS[1]}_mrr']:.3f}",
+                f"{np.mean(r['fold_seconds']):.0f}",
+            ]
+            for name, r in summary.items()
+        ],
+    )
+    print(f"written {write_result('ablation', {'variants': summary, 'folds': results})}")
+    return summary
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=list(VARIANTS))
+    parser.add_argument("--workers", type=int, default=2)
+    args = parser.parse_args()
+    run(args.variants, args.workers)

@@ -1,0 +1,83 @@
+"""The significance family of Table 2: which pairs are tested, Holm's adjustment, the tests."""
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from formula_assets.core.protocol import ALL_METHODS, BASELINES, DIRECTIONS, ENSEMBLE, TRAINED
+from formula_assets.evaluation.significance import (
+    Comparison,
+    best_method,
+    comparison_pairs,
+    holm,
+    significance,
+)
+from formula_assets.evaluation.table2 import Evaluation
+
+
+def test_holm_by_hand() -> None:
+    # sorted: 0.01·4 = 0.04, 0.03·3 = 0.09, 0.04·2 = 0.08 → 0.09 (monotone), 0.20·1 = 0.20
+    assert holm([0.01, 0.04, 0.03, 0.20]) == pytest.approx([0.04, 0.09, 0.09, 0.20])
+    assert holm([0.5, 0.6]) == [1.0, 1.0]  # capped at 1
+    assert holm([]) == []
+
+
+def test_the_family_when_the_ensemble_is_best() -> None:
+    pairs = comparison_pairs(ENSEMBLE)
+    assert len(pairs) == len(set(pairs))
+    for method in (*TRAINED, ENSEMBLE):
+        for baseline in BASELINES:
+            assert (method, baseline) in pairs
+    assert {(ENSEMBLE, "graph_text_cl"), (ENSEMBLE, "sbert_dual_cl")} <= set(pairs)
+    assert ("graph_text_cl", "sbert_dual_cl") in pairs
+    assert len(pairs) == 9
+
+
+def test_the_family_when_a_single_method_is_best() -> None:
+    pairs = comparison_pairs("sbert_dual_cl")
+    assert {("sbert_dual_cl", m) for m in ALL_METHODS if m != "sbert_dual_cl"} <= set(pairs)
+
+
+def evaluation_with(means: dict[str, float], n: int = 40, folds: int = 5) -> Evaluation:
+    rng = np.random.default_rng(0)
+    ranks = {}
+    for fold in range(1, folds + 1):
+        for method in ALL_METHODS:
+            for direction in DIRECTIONS:
+                noise = rng.uniform(-0.05, 0.05, size=n)
+                ranks[(fold, method, direction)] = np.clip(means[method] + noise, 0, 1)
+    return Evaluation(scores=pa.table({}), reciprocal_ranks=ranks)
+
+
+MEANS = {"bm25": 0.05, "sbert_no_cl": 0.2, "graph_text_cl": 0.4, "sbert_dual_cl": 0.5}
+
+
+def test_best_method_is_the_highest_mean_reciprocal_rank() -> None:
+    assert best_method(evaluation_with({**MEANS, ENSEMBLE: 0.6})) == ENSEMBLE
+    assert best_method(evaluation_with({**MEANS, ENSEMBLE: 0.45})) == "sbert_dual_cl"
+
+
+def test_significance_of_clear_and_absent_differences() -> None:
+    evaluation = evaluation_with({**MEANS, ENSEMBLE: 0.6})
+    comparisons = significance(evaluation)
+    assert len(comparisons) == 2 * len(comparison_pairs(ENSEMBLE))
+    by_pair = {(c.method, c.baseline, c.direction): c for c in comparisons}
+    clear = by_pair[(ENSEMBLE, "graph_text_cl", DIRECTIONS[0])]
+    assert clear.mean_rr_difference == pytest.approx(0.2, abs=0.01)
+    assert clear.holm_p < 1e-10 and clear.fold_t_p < 1e-3
+    assert all(c.wilcoxon_p <= c.holm_p for c in comparisons)
+    same = evaluation_with({**MEANS, ENSEMBLE: 0.6})
+    for key in list(same.reciprocal_ranks):
+        if key[1] == "sbert_dual_cl":
+            same.reciprocal_ranks[key] = same.reciprocal_ranks[(key[0], "graph_text_cl", key[2])]
+    tie = {(c.method, c.baseline): c for c in significance(same)}[
+        ("graph_text_cl", "sbert_dual_cl")
+    ]
+    assert tie.wilcoxon_p == 1.0 and tie.mean_rr_difference == 0.0
+
+
+def test_comparisons_round_trip_through_json_metadata() -> None:
+    from dataclasses import asdict
+
+    c = Comparison("a", "b", DIRECTIONS[0], 0.1, 0.01, 0.02, 0.03)
+    assert Comparison(**asdict(c)) == c
