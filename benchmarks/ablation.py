@@ -55,7 +55,9 @@ def _token_table():
     from formula_assets.semantics.tables import token_vectors
 
     embedder = TextEmbedder(resolve_model(None, "the default"))
-    cache = EmbeddingCache(settings.embedding_cache_url(), embedder.spec.identity)
+    cache = EmbeddingCache(
+        settings.embedding_cache_url(), embedder.spec.identity, "opt_token_embeddings"
+    )
     table, _ = token_vectors(
         lake.read_parquet(UPath(settings.data_lake_url()) / "opt_graphs.parquet"), embedder, cache
     )

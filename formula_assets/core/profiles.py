@@ -44,6 +44,9 @@ class Profile:
     embedding_model: str | None = None  # None: the packaged all-MiniLM-L6-v2
     seed: int = 0
     validation_fraction: float = 0.1
+    # a third share of the training folds, never trained or early-stopped on: it chooses the
+    # ensemble's weights (0: none; the ensemble then cannot be built)
+    selection_fraction: float = 0.1
     torch_threads: int = 1  # per process; fold partitions run as parallel processes
     extra: dict[str, Any] = field(default_factory=dict)
 

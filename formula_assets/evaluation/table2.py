@@ -4,7 +4,8 @@ Candidates are the test fold's formulae, as in the paper. Directions: syntactic 
 (a formula's structure retrieves its semantics) and semantic → syntactic. Methods: `bm25`,
 `sbert_no_cl` (cosine of the frozen sentence vectors), the trained `sbert_dual_cl` and
 `graph_text_cl`, and `score_ensemble`: a weighted sum of the cosine scores of those three
-whose weights are chosen on the fold's validation split — before the test fold is looked at.
+whose weights are chosen on the fold's selection split — formulae of the training folds that
+no member was trained or early-stopped on — before the test fold is looked at.
 """
 
 from __future__ import annotations
@@ -101,17 +102,28 @@ def cosine_scorers(
     return out
 
 
+# The ensemble's weights are chosen on formulae its members were neither trained nor
+# early-stopped on (a member selected on the same split would look better there than the
+# frozen baseline and win weight it has not earned).
+WEIGHT_SPLIT = "selection"
+
+
 def fold_ensemble_weights(
     models: Mapping[str, SplitVectors],
     opt_vectors: Mapping[str, np.ndarray],
     semantic_vectors: Mapping[str, np.ndarray],
 ) -> dict[str, float]:
-    """The ensemble's weights for one fold, chosen on that fold's validation split only."""
-    qids = _agreed_qids(models, "validation")
-    validation = cosine_scorers(models, opt_vectors, semantic_vectors, "validation", qids)
+    """The ensemble's weights for one fold, chosen on that fold's selection split only."""
+    qids = _agreed_qids(models, WEIGHT_SPLIT)
+    if len(qids) < 2:
+        raise ValueError(
+            f"the models have {len(qids)} {WEIGHT_SPLIT} formulae: the ensemble's weights need "
+            "a selection split (profile selection_fraction > 0); retrain the fold models"
+        )
+    selection = cosine_scorers(models, opt_vectors, semantic_vectors, WEIGHT_SPLIT, qids)
     weights = choose_weights(
-        [validation[(m, DIRECTIONS[0])] for m in ENSEMBLE_MEMBERS],
-        [validation[(m, DIRECTIONS[1])] for m in ENSEMBLE_MEMBERS],
+        [selection[(m, DIRECTIONS[0])] for m in ENSEMBLE_MEMBERS],
+        [selection[(m, DIRECTIONS[1])] for m in ENSEMBLE_MEMBERS],
     )
     return dict(zip(ENSEMBLE_MEMBERS, weights, strict=True))
 

@@ -1,8 +1,12 @@
-"""Text embeddings cached by (model identity, text hash) in the data lake.
+"""Text embeddings cached by (model identity, table, text hash) in the data lake.
 
-A refresh embeds only texts it has not seen with the same model. Each run appends one part
-file, written atomically, so concurrent runs never corrupt the cache; parts are merged once
-they pile up. A part that cannot be read is skipped: its texts are simply embedded again.
+A refresh embeds only texts it has not seen with the same model. Each table keeps its own
+cache: a vector's last bits depend on the batch it was encoded in, so a text shared by two
+tables (the token `c` is also the linearised OPT of `c`) must not take its bits from
+whichever table ran first, or the same build would differ with the order of its steps.
+Each run appends one part file, written atomically, so concurrent runs never corrupt the
+cache; parts are merged once they pile up. A part that cannot be read is skipped: its texts
+are simply embedded again.
 """
 
 from __future__ import annotations
@@ -41,9 +45,13 @@ def cache_schema(dimension: int) -> pa.Schema:
 
 class EmbeddingCache:
     def __init__(
-        self, root: UPath | str, identity: str, warn: Callable[[str], None] | None = None
+        self,
+        root: UPath | str,
+        identity: str,
+        table: str,
+        warn: Callable[[str], None] | None = None,
     ) -> None:
-        self.directory = UPath(root) / _safe(identity)
+        self.directory = UPath(root) / _safe(identity) / _safe(table)
         self.warn = warn or (lambda _message: None)
 
     def parts(self) -> list[UPath]:

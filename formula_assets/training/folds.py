@@ -56,12 +56,15 @@ class Split:
     train: tuple[str, ...]
     validation: tuple[str, ...]
     test: tuple[str, ...]
+    # chooses the ensemble's weights: never trained on, never early-stopped on
+    selection: tuple[str, ...] = ()
 
     def roles(self) -> dict[str, str]:
-        """qid → 'train' | 'validation' | 'test'."""
+        """qid → 'train' | 'validation' | 'selection' | 'test'."""
         return (
             dict.fromkeys(self.train, "train")
             | dict.fromkeys(self.validation, "validation")
+            | dict.fromkeys(self.selection, "selection")
             | dict.fromkeys(self.test, "test")
         )
 
@@ -71,16 +74,23 @@ def split_for(
     test_fold: int,
     usable: Iterable[str] | None = None,
     validation_fraction: float = DEFAULT_VALIDATION_FRACTION,
+    selection_fraction: float = 0.0,
 ) -> Split:
-    """Test = the fold; validation = a stable hashed share of the other folds; train = rest."""
+    """Test = the fold; validation and selection = stable hashed shares of the other folds
+    (validation stops training early; selection, outside training and early stopping alike,
+    chooses what is chosen after training); train = the rest."""
     allowed = set(folds) if usable is None else set(usable) & set(folds)
     ordered = sorted(allowed, key=lambda q: (len(q), q))
     test = tuple(q for q in ordered if folds[q] == test_fold)
     pool = [q for q in ordered if folds[q] != test_fold]
     validation = tuple(q for q in pool if _unit_hash(f"validation:{q}") < validation_fraction)
     chosen = set(validation)
+    selection = tuple(
+        q for q in pool if q not in chosen and _unit_hash(f"selection:{q}") < selection_fraction
+    )
+    chosen |= set(selection)
     train = tuple(q for q in pool if q not in chosen)
-    return Split(test_fold, train, validation, test)
+    return Split(test_fold, train, validation, test, selection)
 
 
 def split_rows(
@@ -88,11 +98,12 @@ def split_rows(
     folds: Mapping[str, int],
     test_fold: int,
     validation_fraction: float = DEFAULT_VALIDATION_FRACTION,
+    selection_fraction: float = 0.0,
 ) -> tuple[Split, np.ndarray, np.ndarray]:
     """The split of `qids` for one test fold, and the row indices (into `qids`) of its training
-    and validation formulae: the only rows the training loop is ever given. Test rows are
-    not returned at all."""
-    split = split_for(folds, test_fold, qids, validation_fraction)
+    and validation formulae: the only rows the training loop is ever given. Selection and
+    test rows are not returned at all."""
+    split = split_for(folds, test_fold, qids, validation_fraction, selection_fraction)
     index = {q: i for i, q in enumerate(qids)}
     train = np.array([index[q] for q in split.train], dtype=np.int64)
     validation = np.array([index[q] for q in split.validation], dtype=np.int64)

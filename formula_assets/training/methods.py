@@ -179,7 +179,7 @@ def train_fold(
     if profile.torch_threads > 0:
         torch.set_num_threads(profile.torch_threads)
     split, train_rows, validation_rows = split_rows(
-        data.qids, data.folds, fold, profile.validation_fraction
+        data.qids, data.folds, fold, profile.validation_fraction, profile.selection_fraction
     )
     index = {q: i for i, q in enumerate(data.qids)}
     split_test_rows = np.array([index[q] for q in split.test], dtype=np.int64)
@@ -197,9 +197,11 @@ def train_fold(
         "split_sizes": {
             "train": len(split.train),
             "validation": len(split.validation),
+            "selection": len(split.selection),
             "test": len(split.test),
         },
         "validation_fraction": profile.validation_fraction,
+        "selection_fraction": profile.selection_fraction,
     }
     semantic = MatrixInputs(torch.from_numpy(data.semantic.copy()).to(device))
     if method == "graph_text_cl":

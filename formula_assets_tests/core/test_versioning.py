@@ -154,7 +154,7 @@ def test_type_checking_imports_do_not_count(copy: Path) -> None:
         (
             "FORMULA_ASSETS_EMBEDDING_MODEL",
             "/models/other",
-            {"semantic_embeddings", "opt_text_embeddings"},
+            {"semantic_embeddings", "opt_text_embeddings", "opt_token_embeddings"},
         ),
     ],
 )

@@ -287,3 +287,18 @@ def test_select_equals_batching_the_selected_graphs(gs: list[dict], data) -> Non
     assert_matches(part, oracle(chosen))
     assert arrays.batch_vector(picks).tolist() == oracle(chosen)["batch"]
     assert arrays.sizes(picks).tolist() == [len(g["tokens"]) for g in chosen]
+
+
+TEXT = TokenVocabulary.from_tokens(["[PAD]", "[UNK]", "+", "2", "group", "power", "x", "y"])
+
+
+def test_text_rows_follow_every_node_through_selection() -> None:
+    plain = graph_arrays(table([LONE, POWER]), VOCABULARY)
+    assert plain.text_tokens is None and plain.select([1]).text_tokens is None
+    arrays = graph_arrays(table([LONE, POWER]), VOCABULARY, TEXT)
+    # "y" is unknown to the training vocabulary but has a text row
+    assert arrays.text_tokens.tolist() == [7, 4, 5, 6, 3, 2, 6]
+    assert arrays.text_tokens.dtype == np.int64
+    assert arrays.select([1]).text_tokens.tolist() == [4, 5, 6, 3, 2, 6]
+    assert arrays.select([1, 0, 1]).text_tokens.tolist() == [4, 5, 6, 3, 2, 6, 7, 4, 5, 6, 3, 2, 6]
+    assert arrays.select([]).text_tokens.tolist() == []

@@ -43,7 +43,7 @@ def test_encode_keeps_input_order(embedder: TextEmbedder) -> None:
 
 
 def test_cache_embeds_only_new_texts(embedder: TextEmbedder, tmp_path: Path) -> None:
-    cache = EmbeddingCache(UPath(tmp_path), embedder.spec.identity)
+    cache = EmbeddingCache(UPath(tmp_path), embedder.spec.identity, "texts")
     texts = ["mass", "speed of light", "mass", "energy"]
     first, stats = embed_texts(texts, embedder, cache)
     assert (stats.distinct, stats.cached, stats.embedded) == (3, 0, 3)
@@ -56,15 +56,31 @@ def test_cache_embeds_only_new_texts(embedder: TextEmbedder, tmp_path: Path) -> 
 
 
 def test_cache_is_per_model(embedder: TextEmbedder, tmp_path: Path) -> None:
-    embed_texts(["mass"], embedder, EmbeddingCache(UPath(tmp_path), embedder.spec.identity))
-    other = EmbeddingCache(UPath(tmp_path), "another-model")
+    embed_texts(
+        ["mass"], embedder, EmbeddingCache(UPath(tmp_path), embedder.spec.identity, "texts")
+    )
+    other = EmbeddingCache(UPath(tmp_path), "another-model", "texts")
     assert other.get(["anything"], 384) == {}
     assert len(list(tmp_path.iterdir())) == 1
 
 
+def test_a_table_never_takes_vectors_another_table_cached(
+    embedder: TextEmbedder, tmp_path: Path
+) -> None:
+    """The bits of a vector depend on its batch: a text shared by two tables must come out
+    the same whichever table embedded it first, so that step order never changes a build."""
+    cold, _ = embed_texts(["c"], embedder, None)
+    shared = ["c", "the speed of light in vacuum, a universal physical constant"]
+    embed_texts(shared, embedder, EmbeddingCache(UPath(tmp_path), embedder.spec.identity, "a"))
+    cache_b = EmbeddingCache(UPath(tmp_path), embedder.spec.identity, "b")
+    after, stats = embed_texts(["c"], embedder, cache_b)
+    assert stats.embedded == 1
+    assert np.array_equal(after, cold)
+
+
 def test_unreadable_cache_part_is_skipped(embedder: TextEmbedder, tmp_path: Path) -> None:
     warnings: list[str] = []
-    cache = EmbeddingCache(UPath(tmp_path), embedder.spec.identity, warnings.append)
+    cache = EmbeddingCache(UPath(tmp_path), embedder.spec.identity, "texts", warnings.append)
     embed_texts(["mass"], embedder, cache)
     cache.parts()[0].write_bytes(b"not parquet")
     _, stats = embed_texts(["mass"], embedder, cache)
@@ -73,7 +89,7 @@ def test_unreadable_cache_part_is_skipped(embedder: TextEmbedder, tmp_path: Path
 
 
 def test_cache_compacts_many_parts(embedder: TextEmbedder, tmp_path: Path) -> None:
-    cache = EmbeddingCache(UPath(tmp_path), embedder.spec.identity)
+    cache = EmbeddingCache(UPath(tmp_path), embedder.spec.identity, "texts")
     for i in range(20):
         embed_texts([f"text {i}"], embedder, cache)
     assert len(cache.parts()) <= 17

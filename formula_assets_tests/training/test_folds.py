@@ -234,3 +234,23 @@ def test_split_rows_default_fraction_matches_split_for() -> None:
     assert split == split_for(FOLD_OF, 2, qids, 0.1)
     assert sorted(qids[i] for i in validation) == sorted(split.validation)
     assert len(train) + len(validation) + len(split.test) == len(qids)
+
+
+def test_the_selection_split_is_outside_training_and_early_stopping() -> None:
+    folds = {f"Q{i}": 1 + i % 5 for i in range(1, 2001)}
+    split = split_for(folds, 2, validation_fraction=0.1, selection_fraction=0.1)
+    parts = [set(split.train), set(split.validation), set(split.selection), set(split.test)]
+    assert sum(len(p) for p in parts) == len(folds) == len(set().union(*parts))
+    assert not set(split.selection) & set(split.validation)
+    assert all(folds[q] != 2 for q in split.selection)
+    assert 0.06 < len(split.selection) / 1600 < 0.14  # ≈ 10 % of what validation left
+    assert {r for q, r in split.roles().items() if q in split.selection} == {"selection"}
+    again = split_for(folds, 2, validation_fraction=0.1, selection_fraction=0.1)
+    assert again == split  # stable
+    without = split_for(folds, 2, validation_fraction=0.1)
+    assert without.selection == () and without.validation == split.validation
+    assert set(without.train) == set(split.train) | set(split.selection)
+    qids = sorted(folds)
+    _, train, validation = split_rows(qids, folds, 2, 0.1, 0.1)
+    given = {qids[i] for i in train} | {qids[i] for i in validation}
+    assert not given & set(split.selection) and not given & set(split.test)

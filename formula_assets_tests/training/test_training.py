@@ -64,24 +64,24 @@ def test_no_test_formula_in_train_or_validation(trained, data, method: str) -> N
     assert test == {q for q in data.qids if data.folds[q] == 1}
     assert all(data.folds[q] != 1 for q, s in splits.items() if s in ("train", "validation"))
     sizes = model.config["split_sizes"]
-    assert sizes["test"] == len(test) and sizes["train"] + sizes["validation"] + len(test) == len(
-        data.qids
-    )
+    assert sizes["test"] == len(test)
+    assert sizes["train"] + sizes["validation"] + sizes["selection"] + len(test) == len(data.qids)
+    assert sizes["selection"] > 0 and sizes["selection"] == list(splits.values()).count("selection")
 
 
-def scrambled_test_fold(data, fold: int):
-    """The same data, except that every test formula of `fold` has other tokens and random
-    sentence vectors: whatever training may see of the test fold now differs."""
+def scrambled(data, qids: set[str]):
+    """The same data, except that the given formulae have other tokens and random sentence
+    vectors: whatever training may see of them now differs."""
     rng = np.random.default_rng(5)
-    test = np.array([i for i, q in enumerate(data.qids) if data.folds[q] == fold])
-    rows = data.graphs.to_pylist()
-    for i in test:
-        rows[i]["node_tokens"] = [f"leak{i}-{t}" for t in rows[i]["node_tokens"]]
+    rows = np.array([i for i, q in enumerate(data.qids) if q in qids])
+    graphs = data.graphs.to_pylist()
+    for i in rows:
+        graphs[i]["node_tokens"] = [f"leak{i}-{t}" for t in graphs[i]["node_tokens"]]
     semantic, opt_text = data.semantic.copy(), data.opt_text.copy()
-    semantic[test] = rng.normal(size=(len(test), semantic.shape[1])).astype(np.float32)
-    opt_text[test] = rng.normal(size=(len(test), opt_text.shape[1])).astype(np.float32)
-    graphs = pa.Table.from_pylist(rows, schema=data.graphs.schema)
-    return dataclasses.replace(data, graphs=graphs, semantic=semantic, opt_text=opt_text)
+    semantic[rows] = rng.normal(size=(len(rows), semantic.shape[1])).astype(np.float32)
+    opt_text[rows] = rng.normal(size=(len(rows), opt_text.shape[1])).astype(np.float32)
+    table = pa.Table.from_pylist(graphs, schema=data.graphs.schema)
+    return dataclasses.replace(data, graphs=table, semantic=semantic, opt_text=opt_text)
 
 
 def without_timings(history: list[dict[str, float]]) -> list[dict[str, float]]:
@@ -90,9 +90,11 @@ def without_timings(history: list[dict[str, float]]) -> list[dict[str, float]]:
 
 @pytest.mark.parametrize("method", METHODS)
 def test_the_test_fold_never_reaches_the_optimiser(trained, data, method: str) -> None:
-    """Training on data whose test fold was scrambled gives the very same weights and
-    history: nothing of the test fold influenced a gradient, an early stop or the vocabulary."""
-    again = train_fold(method, 1, scrambled_test_fold(data, 1), PROFILE)
+    """Training on data whose test fold and selection split were scrambled gives the very
+    same weights and history: nothing of them influenced a gradient, an early stop or the
+    vocabulary (the selection split chooses the ensemble's weights afterwards)."""
+    unseen = {q for q, split in roles(trained[method]).items() if split in ("test", "selection")}
+    again = train_fold(method, 1, scrambled(data, unseen), PROFILE)
     original = trained[method]
     assert set(again.state) == set(original.state)
     assert all(torch.equal(again.state[k], original.state[k]) for k in original.state)

@@ -32,8 +32,9 @@ class SentenceEmbedderResource(dg.ConfigurableResource):
         name, origin = profiles.embedding_model(model)
         return TextEmbedder(resolve_model(name, origin), self.device, self.batch_size)
 
-    def cache(self, embedder: TextEmbedder, warn) -> EmbeddingCache | None:
+    def cache(self, embedder: TextEmbedder, table: str, warn) -> EmbeddingCache | None:
+        """The cache of one table's texts (tables never share vectors; see semantics.cache)."""
         from formula_assets.semantics.cache import EmbeddingCache
 
         root = settings.embedding_cache_url() if self.cache_path is None else self.cache_path
-        return EmbeddingCache(root, embedder.spec.identity, warn) if root else None
+        return EmbeddingCache(root, embedder.spec.identity, table, warn) if root else None

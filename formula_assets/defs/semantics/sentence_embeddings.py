@@ -79,7 +79,7 @@ def semantic_embeddings(
 ):
     """X_sem per formula: the sum of its annotation texts' sentence-transformer vectors."""
     embedder = sentence_embedder.embedder(config.model)
-    cache = sentence_embedder.cache(embedder, context.log.warning)
+    cache = sentence_embedder.cache(embedder, "semantic_embeddings", context.log.warning)
     table, stats, skipped = semantic_vectors(
         concept_annotations,
         embedder,
@@ -112,7 +112,7 @@ def opt_text_embeddings(
 ):
     """The sentence-transformer vector of each linearised OPT, for the dual-encoder baselines."""
     embedder = sentence_embedder.embedder(config.model)
-    cache = sentence_embedder.cache(embedder, context.log.warning)
+    cache = sentence_embedder.cache(embedder, "opt_text_embeddings", context.log.warning)
     table, stats = opt_text_vectors(
         opt_graphs, embedder, cache, ProgressLog(context.log.info, "embedding linearised OPTs")
     )
@@ -135,7 +135,7 @@ def opt_token_embeddings(
     """The sentence-transformer vector of every distinct OPT token's text: the graph
     encoder's prior knowledge of a symbol, for tokens training never saw too."""
     embedder = sentence_embedder.embedder(config.model)
-    cache = sentence_embedder.cache(embedder, context.log.warning)
+    cache = sentence_embedder.cache(embedder, "opt_token_embeddings", context.log.warning)
     table, stats = token_vectors(
         opt_graphs, embedder, cache, ProgressLog(context.log.info, "embedding OPT tokens")
     )

@@ -1,0 +1,94 @@
+"""The GINE encoder's inputs and options: token-text features, the root readout, and token
+dropout that trains the unknown-token embedding."""
+
+import numpy as np
+import pyarrow as pa
+import pytest
+import torch
+
+from formula_assets.graphs.batch import graph_arrays
+from formula_assets.graphs.encoder import UNK_ID, GineEncoder, to_tensors
+from formula_assets.graphs.vocabulary import TokenVocabulary
+from formula_assets.syntax.opt import build_opt_graphs
+
+FORMULAE = {
+    "Q1": "<math><msup><mi>x</mi><mn>2</mn></msup></math>",
+    "Q2": "<math><mi>y</mi></math>",
+    "Q3": "<math><mfrac><mi>a</mi><mi>b</mi></mfrac><mo>+</mo><mi>x</mi></math>",
+}
+
+
+@pytest.fixture(scope="module")
+def graphs() -> pa.Table:
+    return build_opt_graphs(FORMULAE.items()).graphs
+
+
+def tokens_of(graphs: pa.Table) -> list[str]:
+    return sorted({t for ts in graphs["node_tokens"].to_pylist() for t in ts})
+
+
+def test_batches_carry_roots_and_text_vectors(graphs: pa.Table) -> None:
+    tokens = tokens_of(graphs)
+    text_vocabulary = TokenVocabulary.from_tokens(["[PAD]", "[UNK]", *tokens])
+    table = np.vstack([np.zeros((2, 3)), np.arange(3 * len(tokens)).reshape(-1, 3)])
+    arrays = graph_arrays(graphs, TokenVocabulary.build([]), text_vocabulary)
+    batch = to_tensors(arrays, "cpu", table.astype(np.float32))
+    assert batch["roots"].tolist() == arrays.node_offsets[:-1].tolist()
+    flat = [t for ts in graphs["node_tokens"].to_pylist() for t in ts]
+    expected = [table[2 + tokens.index(t)].tolist() for t in flat]
+    assert batch["text"].tolist() == expected
+    assert batch["text"].dtype == torch.float32
+    assert "text" not in to_tensors(arrays, "cpu")
+    with pytest.raises(ValueError, match="text vocabulary"):
+        to_tensors(graph_arrays(graphs, TokenVocabulary.build([])), "cpu", table)
+
+
+def encoder(size: int = 20, **options) -> GineEncoder:
+    torch.manual_seed(0)
+    return GineEncoder(size, hidden=8, out_dim=4, **options).eval()
+
+
+def test_the_root_readout_adds_the_root_state(graphs: pa.Table) -> None:
+    vocabulary = TokenVocabulary.build(graphs["node_tokens"].to_pylist())
+    batch = to_tensors(graph_arrays(graphs, vocabulary))
+    mean_only, with_root = encoder(), encoder(readout="mean+root")
+    assert mean_only.pool(batch).shape == (3, 8)
+    pooled = with_root.pool(batch)
+    assert pooled.shape == (3, 16)
+    assert torch.equal(pooled[:, :8], mean_only.pool(batch))  # same seed, same layers
+    assert with_root.proj.in_features == 16
+    with pytest.raises(ValueError, match="readout"):
+        GineEncoder(10, readout="max")
+
+
+def test_text_features_change_the_nodes_only_through_their_projection(graphs: pa.Table) -> None:
+    tokens = tokens_of(graphs)
+    text_vocabulary = TokenVocabulary.from_tokens(["[PAD]", "[UNK]", *tokens])
+    arrays = graph_arrays(graphs, TokenVocabulary.build([]), text_vocabulary)
+    zeros = np.zeros((2 + len(tokens), 5), dtype=np.float32)
+    model = encoder(text_dim=5)
+    assert model.text is not None and model.text.in_features == 5
+    ones = zeros + 1
+    with torch.no_grad():
+        model.text.bias.zero_()
+        a = model(to_tensors(arrays, "cpu", zeros))
+        b = model(to_tensors(arrays, "cpu", ones))
+        model.text.weight.zero_()
+        c = model(to_tensors(arrays, "cpu", ones))
+    assert not torch.allclose(a, b)
+    assert torch.allclose(a, c)
+    assert encoder().text is None
+
+
+def test_token_dropout_only_in_training_and_never_on_padding() -> None:
+    model = encoder(token_dropout=0.5)
+    tokens = torch.tensor([0, 1, 2, 3, 4, 5, 6, 7, 8, 9] * 200)
+    assert torch.equal(model._tokens(tokens), tokens)  # eval mode: untouched
+    model.train()
+    dropped = model._tokens(tokens)
+    assert torch.equal(dropped[tokens == 0], tokens[tokens == 0])
+    changed = dropped != tokens
+    assert torch.all(dropped[changed] == UNK_ID)
+    share = changed[tokens > UNK_ID].float().mean().item()
+    assert 0.4 < share < 0.6
+    assert torch.equal(encoder(token_dropout=0.0).train()._tokens(tokens), tokens)
