@@ -25,6 +25,7 @@ STEPS: list[list[str]] = [
     ["training", "--profile", "default", "--workers", "1", "--threads", "2"],  # serial
     ["training", "--profile", "smoke", "--workers", "2", "--threads", "1"],
     ["training", "--profile", "paper", "--epochs", "2", "--threads", "2"],  # full: a GPU's job
+    ["search"],
     ["refresh", "--profiles", "smoke", "default"],
     ["distributed", "--profile", "smoke"],
 ]

@@ -1,6 +1,6 @@
 """A small fake Wikidata Query Service: a real HTTP server speaking W3C SPARQL 1.1 JSON results.
 
-Tests exercise the real HTTP client (SPARQLWrapper over urllib) against it, so timeouts,
+Tests exercise the real HTTP client (a requests session) against it, so timeouts,
 status codes, headers and broken bodies behave as they do on the wire.
 
 It holds a tiny in-memory Wikidata and answers the two queries of
@@ -22,7 +22,10 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from formula_assets.ingest.records import FormulaRecord
 
 ENTITY = "http://www.wikidata.org/entity/"
 GENID = "http://www.wikidata.org/.well-known/genid/"
@@ -133,6 +136,28 @@ def _formula_items() -> list[Entity]:
 
 def default_world() -> dict[str, Entity]:
     return {e.qid: e for e in [*_concepts(), *_formula_items()]}
+
+
+def snapshot_world(
+    records: Iterable[FormulaRecord], modified: str = "2026-01-01T00:00:00Z"
+) -> dict[str, Entity]:
+    """Snapshot items as the endpoint would hold them: each formula item with its concepts
+    (P4934, qualified by their symbols) and every concept as an entity of its own; a
+    realistic world of any size for pipelines run against the endpoint."""
+    world: dict[str, Entity] = {}
+    for record in records:
+        statements = tuple(
+            Statement("P4934", c.qid, (c.symbol_mathml,) if c.symbol_mathml else ())
+            for c in record.concepts
+        )
+        for concept in record.concepts:
+            world.setdefault(concept.qid, Entity(concept.qid, concept.label, concept.description))
+        formulae = (record.mathml,) if record.mathml else ()
+        world[record.qid] = Entity(
+            record.qid, record.label, record.description, formulae, record.enwiki, statements,
+            modified,
+        )  # fmt: skip
+    return world
 
 
 # ---------------------------------------------------------------- SPARQL JSON

@@ -25,6 +25,7 @@ EXPECTED_GROUPS = {
     "cv_folds": "training",
     "fold_models": "training",
     "retrieval_scores": "evaluation",
+    "search_index": "evaluation",
     "report": "evaluation",
     "wikidata_probe": "ingest",
 }
@@ -63,6 +64,7 @@ def test_checks_are_attached() -> None:
         ("retrieval_scores", "retrieval_scores_complete"),
         ("retrieval_scores", "retrieval_scores_consistent"),
         ("retrieval_scores", "retrieval_scores_beat_chance"),
+        ("search_index", "search_index_complete"),
     } <= checks
 
 
@@ -119,6 +121,7 @@ def test_table_contracts_warn_on_schema_changes() -> None:
         "correspondence_metrics",
         "cv_folds",
         "retrieval_scores",
+        "search_index",
     }
 
 

@@ -13,7 +13,7 @@ EXPECTED_WARNINGS = {"wikidata_formulae_has_concepts"}  # some items link no con
 ALL_ASSETS = {
     "wikidata_formulae", "opt_graphs", "rejected_formulae", "structural_embeddings",
     "concept_annotations", "semantic_embeddings", "opt_text_embeddings", "opt_token_embeddings",
-    "correspondence_metrics", "cv_folds", "retrieval_scores",
+    "correspondence_metrics", "cv_folds", "retrieval_scores", "search_index",
 }  # fmt: skip
 
 

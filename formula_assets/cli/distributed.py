@@ -238,11 +238,15 @@ def run_distributed(
             os.environ.update(shared)
             echo(f"starting {workers} Celery worker(s)")
             cwd = settings.project_root() or Path.cwd()
-            processes = [
-                celery_worker(f"w{i}", celery_yaml, shared, folder / f"w{i}.log", cwd, 1)
-                for i in range(1, workers + 1)
-            ]
-            wait_until_ready(processes)
+            # The first worker creates the broker's tables; workers starting together race
+            # to create them and all but one fail, so the others start once it is ready.
+            for batch in ([1], range(2, workers + 1)):
+                group = [
+                    celery_worker(f"w{i}", celery_yaml, shared, folder / f"w{i}.log", cwd, 1)
+                    for i in batch
+                ]
+                processes.extend(group)
+                wait_until_ready(group)
             from formula_assets.deploy.celery import defs as location
 
             with dg.DagsterInstance.get() as instance:

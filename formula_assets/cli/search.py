@@ -9,7 +9,7 @@ from pathlib import Path
 from upath import UPath
 
 from formula_assets.core import settings
-from formula_assets.search import Searcher, SearchError, latex_to_mathml
+from formula_assets.search.searcher import Searcher, SearchError, latex_to_mathml
 
 
 def run_search(args: argparse.Namespace) -> int:
@@ -35,7 +35,11 @@ def run_search(args: argparse.Namespace) -> int:
         print(f"search: {exc}", file=sys.stderr)
         return 2
     for hit in hits:
-        line = f"{hit.rank:>3}. {hit.score:6.3f}  {hit.qid:<11} {hit.label or '(no label)'}"
+        seen = {True: "trained on", False: "held out", None: ""}[hit.trained_on]
+        line = (
+            f"{hit.rank:>3}. {hit.score:6.3f}  {seen:<10}  {hit.qid:<11} "
+            f"{hit.label or '(no label)'}"
+        )
         if hit.description:
             line += f" — {hit.description}"
         print(line)
@@ -47,9 +51,10 @@ def run_search(args: argparse.Namespace) -> int:
 
 
 def _fold_note(searcher) -> str:
-    if searcher.fold is None:
-        return ""
     weights = ""
     if searcher.method == "score_ensemble":
         weights = ", weights " + ", ".join(f"{m} {w:.1f}" for m, w in searcher.weights.items())
-    return f" (fold {searcher.fold} models{weights})"
+    return (
+        f" (fold {searcher.fold} models{weights}; 'trained on': the item was in those models'"
+        " training folds, 'held out': in their test fold)"
+    )

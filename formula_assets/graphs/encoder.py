@@ -1,7 +1,11 @@
 """The paper's GINE graph encoder over OPT graphs (§3.1).
 
 h_i⁽⁰⁾ = emb_label(token_i) + emb_type(type_i); e_ij = emb_role(role_ij) + emb_pos(pos_ij);
-two GINEConv layers; global mean pooling; a linear projection W_proj.
+two GINE layers; global mean pooling; a linear projection W_proj.
+
+The GINE layer (Hu et al., 2020) is written here in plain torch: it is a dozen lines, and
+PyTorch Geometric's import (which pulls in `torch._dynamo`) cost several seconds in every
+process that encodes a formula, a search query included.
 """
 
 from __future__ import annotations
@@ -9,7 +13,6 @@ from __future__ import annotations
 import numpy as np
 import torch
 from torch import nn
-from torch_geometric.nn import GINEConv, global_mean_pool
 
 from formula_assets.graphs.batch import MAX_POSITION, NUM_EDGE_ROLES, NUM_NODE_TYPES, GraphArrays
 
@@ -44,6 +47,28 @@ def to_tensors(
     return batch
 
 
+class GineLayer(nn.Module):
+    """h_i' = MLP((1 + ε) h_i + Σ_{j→i} ReLU(h_j + e_ji)), ε trained."""
+
+    def __init__(self, mlp: nn.Module) -> None:
+        super().__init__()
+        self.nn = mlp
+        self.eps = nn.Parameter(torch.zeros(1))
+
+    def forward(self, h: torch.Tensor, edge_index: torch.Tensor, e: torch.Tensor) -> torch.Tensor:
+        source, target = edge_index[0], edge_index[1]
+        messages = torch.relu(h[source] + e)
+        summed = torch.zeros_like(h).index_add_(0, target, messages)
+        return self.nn((1 + self.eps) * h + summed)
+
+
+def mean_pool(h: torch.Tensor, graph: torch.Tensor, num_graphs: int) -> torch.Tensor:
+    """The mean node state of each graph (an empty graph gives zeros)."""
+    sums = h.new_zeros((num_graphs, h.shape[1])).index_add_(0, graph, h)
+    counts = h.new_zeros(num_graphs).index_add_(0, graph, torch.ones_like(graph, dtype=h.dtype))
+    return sums / counts.clamp(min=1).unsqueeze(1)
+
+
 class GineEncoder(nn.Module):
     def __init__(
         self,
@@ -67,9 +92,8 @@ class GineEncoder(nn.Module):
         self.role = nn.Embedding(NUM_EDGE_ROLES, hidden)
         self.position = nn.Embedding(MAX_POSITION + 1, hidden)
         self.convs = nn.ModuleList(
-            GINEConv(
-                nn.Sequential(nn.Linear(hidden, hidden), nn.ReLU(), nn.Linear(hidden, hidden)),
-                train_eps=True,
+            GineLayer(
+                nn.Sequential(nn.Linear(hidden, hidden), nn.ReLU(), nn.Linear(hidden, hidden))
             )
             for _ in range(layers)
         )
@@ -94,7 +118,7 @@ class GineEncoder(nn.Module):
         e = self.role(batch["edge_role"]) + self.position(batch["edge_position"])
         for conv, norm in zip(self.convs, self.norms, strict=True):
             h = h + self.dropout(torch.relu(norm(conv(h, batch["edge_index"], e))))
-        mean = global_mean_pool(h, batch["batch"], size=int(batch["num_graphs"]))
+        mean = mean_pool(h, batch["batch"], int(batch["num_graphs"]))
         if self.readout == "mean+root":
             return torch.cat([mean, h[batch["roots"]]], dim=1)
         return mean

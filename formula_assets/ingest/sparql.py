@@ -6,32 +6,23 @@ details through `VALUES`. Only QIDs validated by `is_qid` ever go into a query, 
 `wd:Q123`; no other text from a response is pasted into one.
 
 Every failure surfaces as a `SparqlError` that names the endpoint and what went wrong, so an
-operator reading a failed run needs no knowledge of urllib or SPARQLWrapper.
+operator reading a failed run needs no knowledge of requests or urllib3.
 """
 
 from __future__ import annotations
 
-import ast
 import email.utils
 import http
-import http.client
 import json
 import time
-import urllib.error
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
-from SPARQLWrapper import JSON, POST, URLENCODED, SPARQLWrapper
-from SPARQLWrapper.SPARQLExceptions import (
-    EndPointInternalError,
-    EndPointNotFound,
-    QueryBadFormed,
-    SPARQLWrapperException,
-    Unauthorized,
-    URITooLong,
-)
+import requests
+import urllib3.exceptions
 
 from formula_assets.core import settings
 from formula_assets.ingest.records import Concept, FormulaRecord, is_qid, qid_from_uri
@@ -39,6 +30,10 @@ from formula_assets.ingest.snapshot import paper_folds
 
 ENTITY_PREFIX = "http://www.wikidata.org/entity/"
 MATHML_DATATYPE = "http://www.w3.org/1998/Math/MathML"
+SPARQL_JSON = "application/sparql-results+json"
+_CHUNK = 64 * 1024
+_ERROR_BODY_LIMIT = 64 * 1024  # enough for the snippet an error message quotes
+_MAX_REDIRECTS = 5  # a moved endpoint takes one or two; more is a loop
 
 # Declared explicitly so the queries also run on Wikidata mirrors without WDQS's built-ins.
 PREFIXES = """PREFIX wd: <http://www.wikidata.org/entity/>
@@ -91,15 +86,6 @@ _DETAIL_TEMPLATE = (
 }"""
 )
 DETAIL_VARIABLES = ("item", "formula")
-
-# SPARQLWrapper turns these statuses into its own exceptions and drops the status code.
-_WRAPPER_STATUS: dict[type[SPARQLWrapperException], int] = {
-    QueryBadFormed: 400,
-    Unauthorized: 401,
-    EndPointNotFound: 404,
-    URITooLong: 414,
-    EndPointInternalError: 500,
-}
 
 
 class SparqlError(RuntimeError):
@@ -164,9 +150,21 @@ class _Failure:
     retry_after: float | None = None
 
 
+class _Overdue(Exception):
+    """The answer was still arriving when the request's time was up."""
+
+
 @dataclass
 class _Client:
+    """One HTTP session per pull; retries live here so waits use the injected clock and sleep.
+
+    urllib3's `Retry` is not used: it sleeps with `time.sleep`, dates Retry-After by
+    `time.time`, waits nothing before the first retry, and never sees a connection that drops
+    after the headers, mid-answer; the transport itself never retries (requests' default).
+    """
+
     config: SparqlConfig
+    session: requests.Session
     sleep: Callable[[float], None]
     now: Callable[[], datetime]
 
@@ -181,18 +179,17 @@ class _Client:
     def _fetch(self, query: str, what: str) -> bytes:
         attempts = self.config.max_retries + 1
         for attempt in range(attempts):
-            try:
-                return self._request(query)
-            except (SPARQLWrapperException, http.client.HTTPException, OSError, ValueError) as exc:
-                failure = self._classify(exc)
-            if not failure.retriable:
-                raise SparqlError(f"{self.where(what)} failed: {failure.reason}")
+            outcome = self._attempt(query)
+            if not isinstance(outcome, _Failure):
+                return outcome
+            if not outcome.retriable:
+                raise SparqlError(f"{self.where(what)} failed: {outcome.reason}")
             if attempt + 1 == attempts:
                 raise SparqlError(
                     f"{self.where(what)} failed after {attempts} attempt(s); "
-                    f"last error: {failure.reason}"
+                    f"last error: {outcome.reason}"
                 )
-            self.sleep(self._delay(attempt, failure))
+            self.sleep(self._delay(attempt, outcome))
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _delay(self, attempt: int, failure: _Failure) -> float:
@@ -201,42 +198,43 @@ class _Client:
             return min(failure.retry_after, self.config.max_backoff_s)
         return min(self.config.backoff_s * 2**attempt, self.config.max_backoff_s)
 
-    def _request(self, query: str) -> bytes:
-        wrapper = SPARQLWrapper(self.config.endpoint, agent=self.config.user_agent)
-        wrapper.setReturnFormat(JSON)
-        wrapper.setOnlyConneg(True)  # the Accept header asks for SPARQL JSON; no extra params
-        wrapper.setMethod(POST)
-        wrapper.setRequestMethod(URLENCODED)  # form-encoded `query=`: long VALUES lists fit
-        # setTimeout() truncates to whole seconds (0.5 s would mean no timeout at all).
-        wrapper.timeout = self.config.timeout_s  # type: ignore[assignment]
-        wrapper.setQuery(query)
-        response = wrapper.query().response
+    def _attempt(self, query: str) -> bytes | _Failure:
+        """One POST of the query; the body on a 2xx, else what went wrong, judged by type only."""
+        timeout = self.config.timeout_s
+        deadline = time.monotonic() + timeout
         try:
-            return response.read()
-        finally:
-            response.close()
-
-    def _classify(self, exc: BaseException) -> _Failure:
-        if isinstance(exc, SPARQLWrapperException):
-            context = exc.__context__
-            status = (
-                context.code
-                if isinstance(context, urllib.error.HTTPError)
-                else _WRAPPER_STATUS.get(type(exc), 0)
+            response = self.session.post(
+                self.config.endpoint,
+                data={"query": query},  # form-encoded: long VALUES lists fit, unlike in a URL
+                headers={"Accept": SPARQL_JSON},
+                timeout=timeout,
+                stream=True,  # read by `_read`, which enforces the deadline
             )
-            headers = context.headers if isinstance(context, urllib.error.HTTPError) else None
-            return self._http_failure(status, headers, _wrapper_body(exc))
-        if isinstance(exc, urllib.error.HTTPError):
-            return self._http_failure(exc.code, exc.headers, _read_quietly(exc))
-        if _is_timeout(exc):
-            return _Failure(f"no response within {self.config.timeout_s:g} s (timeout)", True)
-        if isinstance(exc, urllib.error.URLError):
-            return _Failure(f"cannot connect: {exc.reason}", True)
-        if isinstance(exc, http.client.HTTPException | OSError):
-            return _Failure(f"connection failed: {type(exc).__name__}: {exc}", True)
-        return _Failure(f"invalid request: {exc}", False)
+        except requests.Timeout:  # before ConnectionError: ConnectTimeout is both
+            return _Failure(f"no response within {timeout:g} s (timeout)", True)
+        except requests.ConnectionError as exc:
+            return _connection_failure(exc)
+        except requests.TooManyRedirects:
+            return _Failure(f"more than {_MAX_REDIRECTS} redirects", False)
+        except requests.RequestException as exc:  # a malformed or non-HTTP URL
+            return _Failure(f"invalid request: {exc}", False)
+        with response:
+            status = response.status_code
+            if not 200 <= status < 300:
+                body = _read_quietly(response, deadline)
+                return self._http_failure(status, response.headers, body)
+            try:
+                return _read(response, deadline)
+            except _Overdue:
+                return _Failure(f"answer not complete within {timeout:g} s (timeout)", True)
+            except urllib3.exceptions.ReadTimeoutError:
+                return _Failure(f"answer stalled for {timeout:g} s (timeout)", True)
+            except urllib3.exceptions.ProtocolError as exc:
+                return _Failure(f"connection dropped mid-answer: {exc}", True)
+            except urllib3.exceptions.DecodeError as exc:
+                return _Failure(f"cannot decompress the answer: {exc}", False)
 
-    def _http_failure(self, status: int, headers: Mapping[str, str] | None, body: str) -> _Failure:
+    def _http_failure(self, status: int, headers: Mapping[str, str], body: str) -> _Failure:
         retriable = status == 429 or status >= 500
         reason = f"HTTP {status} {_phrase(status)}".rstrip()
         if status == 403:
@@ -246,6 +244,53 @@ class _Client:
             reason += f"; the endpoint said: {body}"
         retry_after = _retry_after(headers, self.now()) if retriable else None
         return _Failure(reason, retriable, retry_after)
+
+
+@contextmanager
+def _client(
+    config: SparqlConfig, sleep: Callable[[float], None], now: Callable[[], datetime]
+) -> Iterator[_Client]:
+    """A client whose session (and its pooled connections) is closed when the pull ends."""
+    with requests.Session() as session:
+        session.headers["User-Agent"] = config.user_agent
+        session.max_redirects = _MAX_REDIRECTS
+        yield _Client(config, session, sleep, now)
+
+
+def _read(response: requests.Response, deadline: float, limit: int | None = None) -> bytes:
+    """The (decompressed) body, or `_Overdue` once `deadline` passes.
+
+    A socket timeout alone restarts with every packet, so a trickling answer could hold a run
+    for ever; `read1` returns what each packet brings, letting the deadline be checked.
+    """
+    raw = response.raw
+    chunks: list[bytes] = []
+    size = 0
+    while chunk := raw.read1(_CHUNK, decode_content=True):
+        chunks.append(chunk)
+        size += len(chunk)
+        if limit is not None and size >= limit:
+            break
+        if time.monotonic() > deadline:
+            raise _Overdue
+    return b"".join(chunks)
+
+
+def _read_quietly(response: requests.Response, deadline: float) -> str:
+    """The start of an error answer, for the message; the status matters more than the text."""
+    try:
+        body = _read(response, deadline, limit=_ERROR_BODY_LIMIT)
+    except (_Overdue, urllib3.exceptions.HTTPError):
+        return ""
+    return _snippet(body.decode("utf-8", "replace"))
+
+
+def _connection_failure(exc: requests.ConnectionError) -> _Failure:
+    """requests wraps urllib3's error; its `reason` (e.g. refused) says it without the pool."""
+    cause = exc.args[0] if exc.args else exc
+    if isinstance(cause, urllib3.exceptions.MaxRetryError) and cause.reason is not None:
+        return _Failure(f"cannot connect: {cause.reason}", True)
+    return _Failure(f"connection failed: {cause}", True)
 
 
 def _phrase(status: int) -> str:
@@ -260,35 +305,9 @@ def _snippet(text: str, limit: int = 300) -> str:
     return text if len(text) <= limit else text[:limit] + "…"
 
 
-def _wrapper_body(exc: SPARQLWrapperException) -> str:
-    """The response body SPARQLWrapper folded into its message as a bytes repr."""
-    _, sep, raw = str(exc).partition("Response:\n")
-    if not sep:
-        return ""
-    try:
-        body = ast.literal_eval(raw)
-    except (ValueError, SyntaxError):
-        return _snippet(raw)
-    return _snippet(body.decode("utf-8", "replace") if isinstance(body, bytes) else str(body))
-
-
-def _read_quietly(exc: urllib.error.HTTPError) -> str:
-    try:
-        return _snippet(exc.read().decode("utf-8", "replace"))
-    except (OSError, http.client.HTTPException):
-        return ""
-
-
-def _is_timeout(exc: BaseException) -> bool:
-    if isinstance(exc, TimeoutError):
-        return True
-    return isinstance(exc, urllib.error.URLError) and isinstance(exc.reason, TimeoutError)
-
-
-def _retry_after(headers: Mapping[str, str] | None, now: datetime) -> float | None:
+def _retry_after(headers: Mapping[str, str], now: datetime) -> float | None:
     """Seconds to wait per a Retry-After header: delay-seconds or an HTTP date (RFC 9110)."""
-    value = (headers.get("Retry-After") if headers is not None else None) or ""
-    value = value.strip()
+    value = (headers.get("Retry-After") or "").strip()
     if not value:
         return None
     if value.isascii() and value.isdigit():
@@ -482,8 +501,14 @@ def sparql_records(
     An empty list is a valid answer here; whether it is plausible is the caller's decision.
     """
     clock = now or (lambda: datetime.now(UTC))
-    client = _Client(config, sleep, clock)
-    retrieved_at = _utc(clock())
+    with _client(config, sleep, clock) as client:
+        return _pull(client, config, _utc(clock()), log)
+
+
+def _pull(
+    client: _Client, config: SparqlConfig, retrieved_at: datetime, log: Callable[[str], None] | None
+) -> list[FormulaRecord]:
+    """List, then fetch details page by page, so no single query nears WDQS's 60 s limit."""
     qids = _list_items(client)
     if log is not None:
         log(f"SPARQL: {len(qids):,} items have a defining formula (P2534)")
@@ -514,9 +539,9 @@ def sparql_probe(
     now: Callable[[], datetime] | None = None,
 ) -> ProbeResult:
     """How many items have a defining formula, and when the latest of them changed."""
-    client = _Client(config, sleep, now or (lambda: datetime.now(UTC)))
     what = "probing for changes"
-    rows = client.select(PROBE_QUERY, what, PROBE_VARIABLES)
+    with _client(config, sleep, now or (lambda: datetime.now(UTC))) as client:
+        rows = client.select(PROBE_QUERY, what, PROBE_VARIABLES)
     if len(rows) != 1:
         raise SparqlError(f"{client.where(what)} answered {len(rows)} rows, expected one")
     raw = _text(rows[0], "items")

@@ -28,7 +28,7 @@ PACKAGES = (
     "pyarrow",
     "lxml",
     "rank-bm25",
-    "SPARQLWrapper",
+    "requests",
 )
 
 

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from formula_assets.graphs.batch import graph_arrays
-from formula_assets.graphs.encoder import UNK_ID, GineEncoder, to_tensors
+from formula_assets.graphs.encoder import UNK_ID, GineEncoder, GineLayer, mean_pool, to_tensors
 from formula_assets.graphs.vocabulary import TokenVocabulary
 from formula_assets.syntax.opt import build_opt_graphs
 
@@ -92,3 +92,37 @@ def test_token_dropout_only_in_training_and_never_on_padding() -> None:
     share = changed[tokens > UNK_ID].float().mean().item()
     assert 0.4 < share < 0.6
     assert torch.equal(encoder(token_dropout=0.0).train()._tokens(tokens), tokens)
+
+
+def test_gine_layer_is_the_gine_update_written_densely() -> None:
+    """h' = MLP((1 + ε) h + Σ_{j→i} ReLU(h_j + e_ji)): checked edge by edge, repeated edges
+    and self-loops included, against the same sum over a dense edge loop."""
+    torch.manual_seed(0)
+    mlp = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU(), torch.nn.Linear(4, 4))
+    layer = GineLayer(mlp)
+    with torch.no_grad():
+        layer.eps.fill_(0.25)
+    h = torch.randn(5, 4)
+    edge_index = torch.tensor([[0, 1, 1, 3, 3, 4], [1, 2, 2, 3, 0, 0]])
+    e = torch.randn(6, 4)
+    expected = (1 + 0.25) * h.clone()
+    for k in range(edge_index.shape[1]):
+        j, i = int(edge_index[0, k]), int(edge_index[1, k])
+        expected[i] += torch.relu(h[j] + e[k])
+    assert torch.allclose(layer(h, edge_index, e), mlp(expected), atol=1e-6)
+    assert sorted(layer.state_dict()) == [
+        "eps",
+        "nn.0.bias",
+        "nn.0.weight",
+        "nn.2.bias",
+        "nn.2.weight",
+    ]
+
+
+def test_mean_pool_averages_each_graph_and_gives_zeros_to_an_empty_one() -> None:
+    h = torch.arange(12, dtype=torch.float32).reshape(6, 2)
+    graph = torch.tensor([0, 0, 2, 2, 2, 0])
+    pooled = mean_pool(h, graph, 3)
+    assert torch.equal(pooled[0], h[[0, 1, 5]].mean(0))
+    assert torch.equal(pooled[1], torch.zeros(2))
+    assert torch.equal(pooled[2], h[[2, 3, 4]].mean(0))

@@ -157,7 +157,7 @@ def test_429_with_retry_after_is_retried(sparql_server: FakeWdqs) -> None:
 
 def test_retry_after_http_date_and_cap(sparql_server: FakeWdqs) -> None:
     later = format_datetime(NOW + timedelta(seconds=7), usegmt=True)
-    sparql_server.fail(500, {"Retry-After": later})  # SPARQLWrapper wraps 500s
+    sparql_server.fail(500, {"Retry-After": later})
     sparql_server.fail(429, {"Retry-After": "3600"})
     sleeps: list[float] = []
 

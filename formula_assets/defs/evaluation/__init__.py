@@ -1,1 +1,1 @@
-"""Group `evaluation`: retrieval scores (Table 2) and the report."""
+"""Group `evaluation`: retrieval scores (Table 2), the search index and the report."""

@@ -8,7 +8,7 @@ import pyarrow.parquet as pq
 import pytest
 from upath import UPath
 
-from formula_assets.search import Searcher, SearchError, latex_to_mathml
+from formula_assets.search.searcher import Searcher, SearchError, latex_to_mathml
 from formula_assets_tests.pipeline import pipeline
 
 
@@ -31,13 +31,20 @@ def test_query_path_reproduces_the_stored_vectors(lake: UPath, method: str) -> N
     hits = searcher.formula_to_concepts(item["mathml"], top=5000)
     assert [h.rank for h in hits] == list(range(1, len(hits) + 1))
     assert all(a.score >= b.score for a, b in itertools.pairwise(hits))
+    qids = searcher.index.qids
+    splits = dict(zip(qids, searcher.index.splits, strict=True))
     if method != "sbert_no_cl":
-        model = searcher.models[method]
-        row = model["qids"].index(item["qid"])
-        unit = model["semantic"] / np.linalg.norm(model["semantic"], axis=1, keepdims=True)
-        expected = unit @ (model["structural"][row] / np.linalg.norm(model["structural"][row]))
+        structural, semantic = searcher.index.spaces[method]
+        row = qids.index(item["qid"])
+        unit = semantic / np.linalg.norm(semantic, axis=1, keepdims=True)
+        expected = unit @ (structural[row] / np.linalg.norm(structural[row]))
         got = {h.qid: h.score for h in hits}
-        assert np.allclose([got[q] for q in model["qids"]], expected, atol=1e-4)
+        assert np.allclose([got[q] for q in qids], expected, atol=1e-4)
+        assert all(h.split == splits[h.qid] for h in hits)
+        assert {h.trained_on for h in hits} == {True, False}
+        assert all(h.trained_on == (splits[h.qid] != "test") for h in hits)
+    else:
+        assert {h.trained_on for h in hits} == {None}
 
 
 @pytest.mark.slow
@@ -57,7 +64,9 @@ def test_cli_prints_items_and_explains_failures(materialized, tmp_path: Path) ->
     assert found.returncode == 0, found.stderr
     lines = found.stdout.splitlines()
     assert lines[0].startswith("formula → concepts with ")
-    assert sum(1 for line in lines if line.lstrip()[:2] in ("1.", "2.", "3.")) == 3
+    hits = [line for line in lines if line.lstrip()[:2] in ("1.", "2.", "3.")]
+    assert len(hits) == 3
+    assert all(("trained on" in line) != ("held out" in line) for line in hits)
     text = run.run("search", "--text", "kinetic energy", "--top", "2", "--method", "sbert_no_cl")
     assert text.returncode == 0 and "text → formulae with sbert_no_cl" in text.stdout
     bad = run.run("search", "--latex", "\\frac{")

@@ -1,0 +1,1 @@
+"""Formula search over the trained models: the index (an asset) and the searcher (the CLI)."""

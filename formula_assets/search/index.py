@@ -1,0 +1,262 @@
+"""The search index: every formula's vectors in each method's shared space, per fold.
+
+A query then encodes only itself. Each row says which split of that fold the item was in, so
+a hit can say whether the serving models trained on it (`train`, `selection`, `validation`:
+the training folds) or never saw it (`test`). The ensemble's weights are those of Table 2
+(chosen on each fold's selection split), and the held-out search quality is measured here:
+each test formula of a fold queries the whole index with that fold's models, and the rank of
+its own item is scored by the same ranking code as Table 2.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from formula_assets.core.protocol import DIRECTIONS, ENSEMBLE, ENSEMBLE_MEMBERS, TRAINED
+from formula_assets.evaluation.ranking import CosineScorer, Scorer, gold_ranks
+from formula_assets.evaluation.table2 import SplitVectors, ensemble_scorer, fold_ensemble_weights
+
+INDEXED = (*TRAINED, "sbert_no_cl")
+SEARCH_METHODS = (ENSEMBLE, *INDEXED)
+HELD_OUT = "test"
+METADATA_KEY = b"formula_assets.search_index"
+
+INDEX_SCHEMA = pa.schema(
+    [
+        ("fold", pa.int8()),
+        ("method", pa.string()),
+        ("qid", pa.string()),
+        ("split", pa.string()),
+        ("structural", pa.list_(pa.float32())),
+        ("semantic", pa.list_(pa.float32())),
+    ]
+)
+
+
+class IndexedModel(SplitVectors, Protocol):
+    """A trained fold model that also knows its vectors and split of every formula."""
+
+    fold: int
+    method: str
+    config: dict
+    embeddings: pa.Table | None
+
+
+@dataclass
+class IndexSummary:
+    serving_fold: int
+    validation_mrr: dict[int, dict[str, float]]
+    ensemble_weights: dict[int, dict[str, float]]
+    # method → direction → metric → mean over folds of held-out items searching everything
+    held_out: dict[str, dict[str, dict[str, float]]]
+    items: int
+    embedding_model: str | None = None
+
+    def to_json(self) -> dict:
+        return {
+            "serving_fold": self.serving_fold,
+            "validation_mrr": {str(k): v for k, v in self.validation_mrr.items()},
+            "ensemble_weights": {str(k): v for k, v in self.ensemble_weights.items()},
+            "held_out": self.held_out,
+            "items": self.items,
+            "embedding_model": self.embedding_model,
+        }
+
+
+def serving_fold(validation_mrr: Mapping[int, Mapping[str, float]]) -> int:
+    """The fold whose trained members did best on their validation split (never the test)."""
+    return max(sorted(validation_mrr), key=lambda f: sum(validation_mrr[f].values()))
+
+
+def build_search_index(
+    models: Mapping[tuple[int, str], IndexedModel],
+    opt_vectors: Mapping[str, np.ndarray],
+    semantic_vectors: Mapping[str, np.ndarray],
+    embedding_model: str | None = None,
+) -> tuple[pa.Table, IndexSummary]:
+    """The index rows of every fold, and what the searcher and the metadata need to know."""
+    folds = sorted({fold for fold, _ in models})
+    missing = [(f, m) for f in folds for m in TRAINED if (f, m) not in models]
+    if missing:
+        raise ValueError(f"the search index needs every trained model; missing {missing}")
+    parts: list[pa.Table] = []
+    weights: dict[int, dict[str, float]] = {}
+    validation: dict[int, dict[str, float]] = {}
+    per_fold: dict[int, dict[str, dict[str, dict[str, float]]]] = {}
+    items = 0
+    for fold in folds:
+        members = {m: models[(fold, m)] for m in TRAINED}
+        weights[fold] = fold_ensemble_weights(members, opt_vectors, semantic_vectors)
+        validation[fold] = {
+            m: float(members[m].config.get("best_validation_mrr", 0.0)) for m in TRAINED
+        }
+        qids, splits, spaces = _fold_vectors(members, opt_vectors, semantic_vectors)
+        items = len(qids)
+        for method, (structural, semantic) in spaces.items():
+            parts.append(_rows(fold, method, qids, splits, structural, semantic))
+        per_fold[fold] = held_out_quality(spaces, weights[fold], np.asarray(splits) == HELD_OUT)
+    table = pa.concat_tables(parts) if parts else INDEX_SCHEMA.empty_table()
+    summary = IndexSummary(
+        serving_fold=serving_fold(validation),
+        validation_mrr=validation,
+        ensemble_weights=weights,
+        held_out=_mean_over_folds(per_fold),
+        items=items,
+        embedding_model=embedding_model,
+    )
+    table = table.replace_schema_metadata({METADATA_KEY: json.dumps(summary.to_json())})
+    return table, summary
+
+
+def _fold_vectors(
+    members: Mapping[str, IndexedModel],
+    opt_vectors: Mapping[str, np.ndarray],
+    semantic_vectors: Mapping[str, np.ndarray],
+) -> tuple[list[str], list[str], dict[str, tuple[np.ndarray, np.ndarray]]]:
+    """One qid order for every method of the fold (the trained models' own)."""
+    spaces: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    reference: tuple[list[str], list[str]] | None = None
+    for method, model in members.items():
+        if model.embeddings is None:
+            raise ValueError(f"{method} fold {model.fold}: no embeddings stored")
+        table = model.embeddings
+        qids, splits = table.column("qid").to_pylist(), table.column("split").to_pylist()
+        if reference is None:
+            reference = (qids, splits)
+        elif (qids, splits) != reference:
+            raise ValueError(f"{method} fold {model.fold}: other formulae or splits than its peers")
+        width = table.schema.field("structural").type.list_size
+        spaces[method] = (
+            _matrix(table.column("structural"), width),
+            _matrix(table.column("semantic"), width),
+        )
+    qids, splits = reference or ([], [])
+    spaces["sbert_no_cl"] = (
+        np.stack([opt_vectors[q] for q in qids]).astype(np.float32),
+        np.stack([semantic_vectors[q] for q in qids]).astype(np.float32),
+    )
+    return qids, splits, spaces
+
+
+def held_out_quality(
+    spaces: Mapping[str, tuple[np.ndarray, np.ndarray]],
+    weights: Mapping[str, float],
+    held_out: np.ndarray,
+) -> dict[str, dict[str, dict[str, float]]]:
+    """R@k and MRR of the held-out items' own formula (and own texts) against every item."""
+    rows = np.flatnonzero(held_out)
+    scorers: dict[tuple[str, str], Scorer] = {}
+    for method, (structural, semantic) in spaces.items():
+        forward = CosineScorer(structural, semantic)
+        scorers[(method, DIRECTIONS[0])], scorers[(method, DIRECTIONS[1])] = (
+            forward,
+            forward.reverse(),
+        )
+    for direction in DIRECTIONS:
+        members = {m: scorers[(m, direction)] for m in ENSEMBLE_MEMBERS}
+        scorers[(ENSEMBLE, direction)] = ensemble_scorer(weights, members)
+    return {
+        method: {d: gold_ranks(scorers[(method, d)], rows).summary() for d in DIRECTIONS}
+        for method in SEARCH_METHODS
+    }
+
+
+def _mean_over_folds(
+    per_fold: Mapping[int, Mapping[str, Mapping[str, Mapping[str, float]]]],
+) -> dict[str, dict[str, dict[str, float]]]:
+    if not per_fold:
+        return {}
+    first = next(iter(per_fold.values()))
+    return {
+        method: {
+            direction: {
+                metric: float(np.mean([per_fold[f][method][direction][metric] for f in per_fold]))
+                for metric in first[method][direction]
+            }
+            for direction in first[method]
+        }
+        for method in first
+    }
+
+
+def _matrix(column: pa.ChunkedArray | pa.Array, width: int) -> np.ndarray:
+    flat = pc.list_flatten(column).to_numpy(zero_copy_only=False)
+    return np.asarray(flat, dtype=np.float32).reshape(-1, width)
+
+
+def _rows(
+    fold: int,
+    method: str,
+    qids: list[str],
+    splits: list[str],
+    structural: np.ndarray,
+    semantic: np.ndarray,
+) -> pa.Table:
+    n = len(qids)
+    return pa.table(
+        {
+            "fold": pa.array([fold] * n, pa.int8()),
+            "method": pa.array([method] * n, pa.string()),
+            "qid": pa.array(qids, pa.string()),
+            "split": pa.array(splits, pa.string()),
+            "structural": _list_column(structural),
+            "semantic": _list_column(semantic),
+        },
+        schema=INDEX_SCHEMA,
+    )
+
+
+def _list_column(matrix: np.ndarray) -> pa.Array:
+    matrix = np.ascontiguousarray(matrix, dtype=np.float32)
+    offsets = pa.array(np.arange(len(matrix) + 1, dtype=np.int32) * matrix.shape[1])
+    return pa.ListArray.from_arrays(offsets, pa.array(matrix.reshape(-1)))
+
+
+@dataclass
+class ServingVectors:
+    """One fold's candidates: per method the (structural, semantic) matrices, in `qids` order."""
+
+    fold: int
+    qids: list[str]
+    splits: list[str]
+    spaces: dict[str, tuple[np.ndarray, np.ndarray]]
+    summary: dict
+
+    @property
+    def weights(self) -> dict[str, float]:
+        return self.summary["ensemble_weights"][str(self.fold)]
+
+
+def index_summary(table_or_schema: pa.Table | pa.Schema) -> dict:
+    schema = table_or_schema.schema if isinstance(table_or_schema, pa.Table) else table_or_schema
+    metadata = schema.metadata
+    return json.loads((metadata or {}).get(METADATA_KEY, b"{}"))
+
+
+def serving_vectors(table: pa.Table, fold: int) -> ServingVectors:
+    """The rows of one fold, as matrices per method (all methods share one qid order)."""
+    summary = index_summary(table)
+    rows = table.filter(pc.equal(table.column("fold"), fold))
+    if not rows.num_rows:
+        raise ValueError(f"the search index has no fold {fold}")
+    spaces: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    qids: list[str] | None = None
+    splits: list[str] = []
+    for method in INDEXED:
+        part = rows.filter(pc.equal(rows.column("method"), method))
+        structural = part.column("structural")
+        width = len(structural[0]) if part.num_rows else 0
+        spaces[method] = (
+            _matrix(structural, width),
+            _matrix(part.column("semantic"), len(part.column("semantic")[0])),
+        )
+        if qids is None:
+            qids, splits = part.column("qid").to_pylist(), part.column("split").to_pylist()
+    return ServingVectors(fold, qids or [], splits, spaces, summary)

@@ -1,0 +1,242 @@
+"""Formula → concepts and text → formulae, in the shared space of the trained models.
+
+The candidates come from the `search_index` asset: every formula's vectors per method and
+fold, computed with the models. A query goes through the same encoders and only it is
+encoded: a formula is parsed into its OPT (and, for the sentence-vector methods, linearised
+and embedded); a text is embedded with the sentence-transformer of the semantic vectors.
+
+Without `method`, the best available one is used: the highest mean MRR in
+`retrieval_scores` when it exists, else score_ensemble. Without `fold`, the index's serving
+fold answers: the one whose trained models did best on their validation splits. Each hit says
+whether that fold's models were trained on the item (it lay in their training folds) or held
+out (it lay in their test fold), so memorised answers are not mistaken for generalisation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+from upath import UPath
+
+from formula_assets.core import lake
+from formula_assets.core.protocol import ENSEMBLE
+from formula_assets.evaluation.ranking import CosineScorer
+from formula_assets.evaluation.table2 import ensemble_scorer
+from formula_assets.graphs.vocabulary import TokenVocabulary
+from formula_assets.search.index import HELD_OUT, SEARCH_METHODS, index_summary, serving_vectors
+from formula_assets.syntax.mathml import MathMLError, parse_mathml
+from formula_assets.syntax.opt import build_opt_graphs, flatten
+
+METHODS = SEARCH_METHODS
+
+
+class SearchError(RuntimeError):
+    """The search cannot run as asked; the message says what to do."""
+
+
+@dataclass(frozen=True)
+class Hit:
+    rank: int
+    qid: str
+    score: float
+    label: str | None
+    description: str | None
+    concepts: list[str] = field(default_factory=list)
+    formula: str | None = None
+    # the item's split in the serving fold; None for the untrained sbert_no_cl
+    split: str | None = None
+
+    @property
+    def trained_on(self) -> bool | None:
+        """Whether the serving models saw this item in training (None: nothing was trained)."""
+        return None if self.split is None else self.split != HELD_OUT
+
+
+def latex_to_mathml(tex: str) -> str:
+    from latex2mathml.converter import convert
+
+    try:
+        return convert(tex)
+    except Exception as exc:
+        reason = str(exc) or type(exc).__name__
+        raise SearchError(f"the LaTeX did not convert to MathML ({reason}): {tex!r}") from None
+
+
+def _read(root: UPath, name: str) -> pa.Table:
+    path = root / f"{name}.parquet"
+    if not path.exists():
+        raise SearchError(
+            f"{name} is not materialized in {root}; run `make run` (formula-assets refresh) first"
+        )
+    return lake.read_parquet(path)
+
+
+class Searcher:
+    def __init__(self, root: UPath, method: str | None = None, fold: int | None = None) -> None:
+        self.root = root
+        if method is not None and method not in METHODS:
+            raise SearchError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
+        index = _read(root, "search_index")
+        formulae = _read(root, "wikidata_formulae")
+        self.items = {r["qid"]: r for r in formulae.to_pylist()}
+        graphs = _read(root, "opt_graphs")
+        self.linearised = dict(
+            zip(graphs["qid"].to_pylist(), graphs["linearised_opt"].to_pylist(), strict=True)
+        )
+        self.method = method or self._best_method()
+        folds = sorted(set(index.column("fold").to_pylist()))
+        if fold is not None and fold not in folds:
+            raise SearchError(f"the search index has no fold {fold}; it has {folds}")
+        try:
+            chosen = fold if fold is not None else index_summary(index)["serving_fold"]
+            self.index = serving_vectors(index, chosen)
+        except (KeyError, ValueError) as exc:
+            raise SearchError(f"the search index is unusable ({exc}); run `make run`") from None
+        self.fold = self.index.fold
+        self.weights = self.index.weights if self.method == ENSEMBLE else {self.method: 1.0}
+        self.model_name = self.index.summary.get("embedding_model")
+        self._models: dict[str, dict[str, Any]] = {}
+        self._embedder: Callable[[str], np.ndarray] | None = None
+
+    # -- choosing --------------------------------------------------------------------------
+
+    def _best_method(self) -> str:
+        """The highest mean MRR of Table 2, else the ensemble."""
+        path = self.root / "retrieval_scores.parquet"
+        if not path.exists():
+            return ENSEMBLE
+        means: dict[str, list[float]] = {}
+        for row in lake.read_parquet(path).to_pylist():
+            means.setdefault(row["method"], []).append(row["mrr"])
+        ranked = sorted((m for m in means if m in METHODS), key=lambda m: -np.mean(means[m]))
+        return ranked[0] if ranked else ENSEMBLE
+
+    def model(self, method: str) -> dict[str, Any]:
+        """The serving fold's trained model of a method, loaded on first use (query side)."""
+        if method not in self._models:
+            from formula_assets.training.artifacts import load_model
+            from formula_assets.training.methods import build_model
+
+            directory = self.root / "fold_models" / str(self.fold) / method
+            try:
+                trained = load_model(directory)
+            except FileNotFoundError:
+                message = f"no {method} model for fold {self.fold}; run `make run`"
+                raise SearchError(message) from None
+            module = build_model(trained.config)
+            module.load_state_dict(trained.state)
+            module.eval()
+            self._models[method] = {"trained": trained, "module": module}
+        return self._models[method]
+
+    # -- encoding --------------------------------------------------------------------------
+
+    def _sentence(self, text: str) -> np.ndarray:
+        """The query's sentence vector: the BERT folder run in plain torch when it is one
+        (a second instead of importing sentence-transformers), else the library."""
+        if self._embedder is None:
+            from pathlib import Path
+
+            from formula_assets.semantics.bert import BertSentenceEncoder, Unsupported
+            from formula_assets.semantics.models import TextEmbedder, resolve_model
+
+            spec = resolve_model(self.model_name, "the semantic_embeddings asset")
+            try:
+                if not spec.local:
+                    raise Unsupported("not a local folder")
+                self._embedder = BertSentenceEncoder(Path(spec.location)).encode
+            except Unsupported:
+                library = TextEmbedder(spec)
+                self._embedder = lambda query: library.encode([query])[0]
+        return self._embedder(text)
+
+    def _structural_query(self, method: str, mathml: str) -> tuple[np.ndarray, np.ndarray]:
+        """(query vector, candidate semantic vectors) for a formula query."""
+        import torch
+
+        candidates = self.index.spaces[method][1]
+        linearised = flatten(parse_mathml(mathml)).linearised
+        if method == "sbert_no_cl":
+            return self._sentence(linearised), candidates
+        model = self.model(method)
+        with torch.no_grad():
+            if method == "graph_text_cl":
+                from formula_assets.training.methods import GraphInputs
+
+                graphs = build_opt_graphs([("query", mathml)]).graphs
+                vocabulary = TokenVocabulary.from_tokens(model["trained"].config["vocabulary"])
+                batch = GraphInputs(graphs, vocabulary, "cpu").batch(np.array([0]))
+                query = model["module"].encode_structural(batch)[0].numpy()
+            else:
+                x = torch.from_numpy(self._sentence(linearised)[None, :])
+                query = model["module"].encode_structural(x)[0].numpy()
+        return query, candidates
+
+    def _semantic_query(self, method: str, text: str) -> tuple[np.ndarray, np.ndarray]:
+        """(query vector, candidate structural vectors) for a text query."""
+        candidates = self.index.spaces[method][0]
+        vector = self._sentence(text)
+        if method == "sbert_no_cl":
+            return vector, candidates
+        import torch
+
+        with torch.no_grad():
+            module = self.model(method)["module"]
+            query = module.encode_semantic(torch.from_numpy(vector[None, :]))[0].numpy()
+        return query, candidates
+
+    def _scores(self, encode) -> np.ndarray:
+        """Cosine of the query against every candidate per member, weighted as in Table 2."""
+        members = {}
+        for member in self.weights:
+            query, candidates = encode(member)
+            members[member] = CosineScorer(query[None, :], candidates)
+        scorer = (
+            ensemble_scorer(self.weights, members)
+            if self.method == ENSEMBLE
+            else members[self.method]
+        )
+        return scorer.block(np.array([0]))[0]
+
+    # -- queries ---------------------------------------------------------------------------
+
+    def formula_to_concepts(self, mathml: str, top: int = 10) -> list[Hit]:
+        """The Wikidata items whose semantics best match a formula's structure."""
+        try:
+            parse_mathml(mathml)
+        except MathMLError as exc:
+            raise SearchError(f"the formula does not parse: {exc.reason}") from None
+        return self._hits(self._scores(lambda m: self._structural_query(m, mathml)), top)
+
+    def text_to_formulae(self, text: str, top: int = 10) -> list[Hit]:
+        """The formulae whose structure best matches a description."""
+        text = " ".join(text.split())
+        if not text:
+            raise SearchError("the text query is empty")
+        return self._hits(self._scores(lambda m: self._semantic_query(m, text)), top)
+
+    def _hits(self, scores: np.ndarray, top: int) -> list[Hit]:
+        qids = self.index.qids
+        trained = self.method != "sbert_no_cl"
+        order = np.argsort(-scores, kind="stable")[:top]
+        hits = []
+        for rank, index in enumerate(order, start=1):
+            qid = qids[index]
+            item = self.items.get(qid, {})
+            hits.append(
+                Hit(
+                    rank=rank,
+                    qid=qid,
+                    score=float(scores[index]),
+                    label=item.get("label"),
+                    description=item.get("description"),
+                    concepts=sorted({c["label"] for c in item.get("concepts") or [] if c["label"]}),
+                    formula=item.get("tex") or self.linearised.get(qid),
+                    split=self.index.splits[index] if trained else None,
+                )
+            )
+        return hits

@@ -1,0 +1,163 @@
+"""The search index: every fold and method over the same formulae, splits kept, serving fold
+and weights chosen without the test fold, held-out search quality ranked like Table 2."""
+
+import dataclasses
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
+
+from formula_assets.core.arrow import embedding_matrix
+from formula_assets.core.profiles import get_profile
+from formula_assets.core.protocol import DIRECTIONS, ENSEMBLE, FOLDS, TRAINED
+from formula_assets.evaluation.inputs import evaluation_inputs
+from formula_assets.evaluation.table2 import evaluate
+from formula_assets.search.checks import index_complete
+from formula_assets.search.index import (
+    INDEXED,
+    build_search_index,
+    held_out_quality,
+    index_summary,
+    serving_fold,
+    serving_vectors,
+)
+from formula_assets.training.artifacts import embeddings_table
+from formula_assets.training.methods import alignment_data, train_fold
+
+PROFILE = dataclasses.replace(get_profile("smoke"), validation_fraction=0.2)
+
+
+@pytest.fixture(scope="module")
+def frozen(small_corpus):
+    return (
+        dict(zip(*embedding_matrix(small_corpus.opt_text), strict=True)),
+        dict(zip(*embedding_matrix(small_corpus.semantic), strict=True)),
+    )
+
+
+@pytest.fixture(scope="module")
+def models(small_corpus):
+    c = small_corpus
+    data = alignment_data(c.folds, c.graphs, c.semantic, c.opt_text)
+    return {(f, m): train_fold(m, f, data, PROFILE) for f in FOLDS for m in TRAINED}
+
+
+@pytest.fixture(scope="module")
+def built(models, frozen):
+    return build_search_index(models, *frozen, embedding_model="a-model")
+
+
+def test_every_fold_indexes_every_method_with_the_models_own_vectors(built, models) -> None:
+    table, summary = built
+    assert index_complete(table).passed
+    assert summary.items == models[(1, TRAINED[0])].embeddings.num_rows
+    for fold in FOLDS:
+        served = serving_vectors(table, fold)
+        for method in TRAINED:
+            stored = models[(fold, method)].embeddings
+            assert served.qids == stored["qid"].to_pylist()
+            assert served.splits == stored["split"].to_pylist()
+            for side in ("structural", "semantic"):
+                expected = np.stack(stored[side].to_numpy(zero_copy_only=False))
+                got = served.spaces[method][0 if side == "structural" else 1]
+                assert np.array_equal(got, expected)
+    assert index_summary(table)["embedding_model"] == "a-model"
+
+
+def test_frozen_rows_are_the_sentence_vectors(built, frozen) -> None:
+    table, _ = built
+    served = serving_vectors(table, FOLDS[0])
+    opt, semantic = frozen
+    structural, sem = served.spaces["sbert_no_cl"]
+    assert np.array_equal(structural, np.stack([opt[q] for q in served.qids]))
+    assert np.array_equal(sem, np.stack([semantic[q] for q in served.qids]))
+
+
+def test_weights_equal_table_2s_and_serving_fold_follows_validation(
+    built, models, small_corpus
+) -> None:
+    _, summary = built
+    c = small_corpus
+    inputs = evaluation_inputs(c.folds, c.graphs, c.annotations, c.semantic, c.opt_text)
+    assert summary.ensemble_weights == evaluate(inputs, models).ensemble_weights
+    best = max(
+        FOLDS, key=lambda f: sum(models[(f, m)].config["best_validation_mrr"] for m in TRAINED)
+    )
+    assert summary.serving_fold == best == serving_fold(summary.validation_mrr)
+
+
+def test_test_fold_vectors_never_choose_the_fold_or_the_weights(built, models, frozen) -> None:
+    """Scrambling every test-split vector changes the held-out quality, nothing chosen."""
+    _, summary = built
+    rng = np.random.default_rng(0)
+    scrambled = {}
+    for key, model in models.items():
+        t = model.embeddings
+        splits = t["split"].to_pylist()
+        structural, semantic = (np.stack(t[c].to_numpy(zero_copy_only=False)) for c in
+                                ("structural", "semantic"))  # fmt: skip
+        test = np.array([s == "test" for s in splits])
+        structural[test] = rng.normal(size=structural[test].shape)
+        semantic[test] = rng.normal(size=semantic[test].shape)
+        scrambled[key] = dataclasses.replace(
+            model,
+            embeddings=embeddings_table(t["qid"].to_pylist(), splits, structural, semantic),
+        )
+    _, again = build_search_index(scrambled, *frozen)
+    assert again.serving_fold == summary.serving_fold
+    assert again.ensemble_weights == summary.ensemble_weights
+    assert again.held_out["graph_text_cl"] != summary.held_out["graph_text_cl"]
+
+
+def test_held_out_quality_is_the_rank_of_the_own_item_among_all() -> None:
+    """Checked against a brute-force ranking: every held-out row against every item."""
+    rng = np.random.default_rng(1)
+    n, width = 40, 8
+    spaces = {m: (rng.normal(size=(n, width)), rng.normal(size=(n, width))) for m in INDEXED}
+    spaces["graph_text_cl"][1][:10] = spaces["graph_text_cl"][0][:10]  # ten easy items
+    held_out = np.zeros(n, dtype=bool)
+    held_out[::3] = True
+    weights = {"graph_text_cl": 0.5, "sbert_dual_cl": 0.5, "sbert_no_cl": 0.0}
+    quality = held_out_quality(spaces, weights, held_out)
+
+    def unit(x):
+        return x / np.linalg.norm(x, axis=1, keepdims=True)
+
+    s, m = spaces["graph_text_cl"]
+    scores = unit(s) @ unit(m).T
+    ranks = [1 + int((scores[i] > scores[i, i]).sum()) for i in np.flatnonzero(held_out)]
+    got = quality["graph_text_cl"][DIRECTIONS[0]]
+    assert got["mrr"] == pytest.approx(np.mean([1 / r for r in ranks]))
+    assert got["recall_at_10"] == pytest.approx(np.mean([r <= 10 for r in ranks]))
+    reverse = scores.T
+    ranks = [1 + int((reverse[i] > reverse[i, i]).sum()) for i in np.flatnonzero(held_out)]
+    assert quality["graph_text_cl"][DIRECTIONS[1]]["mrr"] == pytest.approx(
+        np.mean([1 / r for r in ranks])
+    )
+    assert set(quality) == {ENSEMBLE, *INDEXED}
+
+
+def test_check_fails_on_a_missing_method_and_on_non_finite_vectors(built) -> None:
+    table, _ = built
+    without = table.filter(pc.invert(pc.equal(table["method"], "sbert_dual_cl")))
+    without = without.replace_schema_metadata(table.schema.metadata)
+    assert not index_complete(without).passed
+    rows = table.to_pylist()
+    rows[0]["semantic"] = [float("nan")] * len(rows[0]["semantic"])
+    broken = pa.Table.from_pylist(rows, schema=table.schema)
+    outcome = index_complete(broken)
+    assert not outcome.passed and "non-finite" in outcome.description
+    assert not index_complete(table.slice(0, 0)).passed
+
+
+def test_a_model_without_stored_vectors_is_refused(models, frozen) -> None:
+    broken = dict(models)
+    broken[(1, "graph_text_cl")] = dataclasses.replace(
+        models[(1, "graph_text_cl")], embeddings=None
+    )
+    with pytest.raises(ValueError, match="no embeddings"):
+        build_search_index(broken, *frozen)
+    del broken[(1, "graph_text_cl")]
+    with pytest.raises(ValueError, match="missing"):
+        build_search_index(broken, *frozen)
