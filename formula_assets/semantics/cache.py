@@ -6,7 +6,10 @@ tables (the token `c` is also the linearised OPT of `c`) must not take its bits 
 whichever table ran first, or the same build would differ with the order of its steps.
 Each run appends one part file, written atomically, so concurrent runs never corrupt the
 cache; parts are merged once they pile up. A part that cannot be read is skipped: its texts
-are simply embedded again.
+are simply embedded again. Merging removes only the parts it merged: a part that could not be
+read (an I/O error, a store that did not answer) may hold good vectors and stays for the next
+merge; a part whose bytes are not a cache table (not Parquet, another schema) is moved to
+`_quarantine/` beside the parts, with a warning, so nothing is deleted unseen.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 from upath import UPath
 
 from formula_assets.core import lake
@@ -29,6 +33,11 @@ from formula_assets.core.arrow import vector_column, vectors
 from formula_assets.semantics.models import Progress, TextEmbedder
 
 MAX_PARTS = 16
+QUARANTINE = "_quarantine"
+
+
+class CorruptPart(ValueError):
+    """A part whose bytes are not a cache table of the expected shape."""
 
 
 def text_key(text: str) -> str:
@@ -89,15 +98,26 @@ class EmbeddingCache:
             self.compact(matrix.shape[1])
 
     def compact(self, dimension: int) -> None:
-        """Merge all parts into one; old parts go only after the merged one is in place."""
-        parts = self.parts()
-        tables = []
-        for part in parts:
-            with contextlib.suppress(OSError, pa.ArrowException):
-                table = lake.read_parquet(part)
-                if table.schema == cache_schema(dimension):
-                    tables.append(table)
-        if not tables:
+        """Merge all readable parts into one; a merged part goes only after the merged file is
+        in place. Parts that could not be read stay: an I/O error says nothing about their
+        content. Only a part proven corrupt by its bytes leaves, into quarantine."""
+        tables: list[pa.Table] = []
+        merged_parts: list[UPath] = []
+        for part in self.parts():
+            try:
+                data = part.fs.cat_file(part.path)  # one GET on an object store
+            except FileNotFoundError:
+                continue  # merged away by a concurrent compaction
+            except Exception as exc:  # I/O, a store that did not answer: not the content's fault
+                self.warn(f"embedding cache part {part.name} could not be read, kept: {exc}")
+                continue
+            try:
+                tables.append(_parse_part(data, dimension))
+            except CorruptPart as exc:
+                self._quarantine(part, str(exc))
+                continue
+            merged_parts.append(part)
+        if len(merged_parts) < 2:
             return
         merged = pa.concat_tables(tables)
         keys = merged.column("text_hash").to_pylist()
@@ -105,9 +125,35 @@ class EmbeddingCache:
         merged = merged.take(pa.array(first))
         name = f"part-{time.time_ns():020d}-{uuid.uuid4().hex[:8]}.parquet"
         lake.write_parquet_atomic(merged, self.directory / name)
-        for part in parts:
+        for part in merged_parts:
             with contextlib.suppress(OSError):
                 part.unlink()
+
+    def _quarantine(self, part: UPath, reason: str) -> None:
+        """Move a corrupt part out of the live cache, keeping its bytes for inspection."""
+        target = self.directory / QUARANTINE / part.name
+        try:
+            part.fs.makedirs(target.parent.path, exist_ok=True)  # a no-op on object stores
+            part.fs.mv(part.path, target.path)
+        except OSError as exc:
+            self.warn(f"embedding cache part {part.name} is corrupt ({reason}), kept: {exc}")
+            return
+        self.warn(
+            f"embedding cache part {part.name} is corrupt ({reason}); moved to {target}, "
+            "its texts will be embedded again"
+        )
+
+
+def _parse_part(data: bytes, dimension: int) -> pa.Table:
+    """The table in a part's bytes; `CorruptPart` if they are not Parquet of the cache schema.
+    Parsing bytes already in memory involves no I/O, so any failure here is the content's."""
+    try:
+        table = pq.read_table(pa.BufferReader(data))
+    except (OSError, ValueError, pa.ArrowException) as exc:
+        raise CorruptPart(f"not a Parquet file: {exc}") from exc
+    if table.schema != cache_schema(dimension):
+        raise CorruptPart(f"not a cache table of dimension {dimension}: {table.schema.names}")
+    return table
 
 
 @dataclass

@@ -6,7 +6,12 @@ A model directory is versioned: each save writes a new `v-<time>-<host~pid~rando
 (config.json last, as the mark of a complete version), then swaps a one-line `CURRENT`
 pointer atomically. A crash
 mid-save leaves the previous version current; readers always get a complete one. Older
-versions beyond the last two are removed, and so is the debris of saves whose process died.
+versions beyond the last two are removed (config.json first, so a version being removed is
+never taken for a complete one), and so is the debris of saves whose process died.
+
+A load reads the pointer once and every file from the version it names. A concurrent save's
+prune may remove that version meanwhile; the load then starts over from a fresh pointer read,
+a bounded number of times, so it never returns files of two versions nor a partial model.
 """
 
 from __future__ import annotations
@@ -34,6 +39,11 @@ CONFIG = "config.json"
 HISTORY = "history.json"
 EMBEDDINGS = "embeddings.parquet"
 KEEP_VERSIONS = 2
+LOAD_ATTEMPTS = 10
+
+
+class ModelLoadError(RuntimeError):
+    """Every attempt to load lost its version to concurrent saves."""
 
 
 @dataclass
@@ -138,22 +148,39 @@ def _prune(directory: UPath, keep: str) -> None:
     and drop the debris of saves whose process died."""
     versions = sorted(p for p in directory.iterdir() if p.name.startswith("v-"))
     complete = [v for v in versions if _complete(v)]
-    pointer = directory / POINTER
-    current = pointer.read_text().strip() if pointer.exists() else keep
+    try:
+        current = _read(directory / POINTER).decode().strip()
+    except FileNotFoundError:
+        current = keep
     keep_names = {keep, current, *(v.name for v in complete[-KEEP_VERSIONS:])}
     for old in versions:
         if old.name in keep_names or (not _complete(old) and not _writer_gone(old)):
             continue
-        with contextlib.suppress(OSError):
-            old.fs.rm(old.path, recursive=True)
+        _remove(old)
+
+
+def _remove(version: UPath) -> None:
+    """config.json goes first: from then on neither readers nor other prunes take the version
+    for a complete one, and a reader that misses a file can tell it was removed (see
+    `_read_version`)."""
+    try:
+        version.fs.rm_file((version / CONFIG).path)
+    except FileNotFoundError:
+        pass  # an incomplete version, or one another prune is removing
+    except OSError:
+        return  # still complete: left for a later prune
+    with contextlib.suppress(OSError):
+        version.fs.rm(version.path, recursive=True)
 
 
 def current_version(directory: UPath) -> UPath:
     """The version the pointer names; if a concurrent save pruned it, the newest complete one."""
     pointer = directory / POINTER
-    if not pointer.exists():
-        raise FileNotFoundError(f"no trained model at {directory}")
-    named = directory / pointer.read_text().strip()
+    try:
+        name = _read(pointer).decode().strip()
+    except FileNotFoundError:
+        raise FileNotFoundError(f"no trained model at {directory}") from None
+    named = directory / name
     if _complete(named):
         return named
     complete = sorted(v for v in directory.iterdir() if v.name.startswith("v-") and _complete(v))
@@ -162,15 +189,25 @@ def current_version(directory: UPath) -> UPath:
     return complete[-1]
 
 
-def load_model(directory: UPath) -> TrainedModel:
-    """The current version of a saved model; safetensors and JSON only, never pickle."""
-    version = current_version(directory)
-    config = json.loads((version / CONFIG).read_bytes())
-    state = load_safetensors((version / WEIGHTS).read_bytes())
-    history = json.loads((version / HISTORY).read_bytes())
-    embeddings = (
-        lake.read_parquet(version / EMBEDDINGS) if (version / EMBEDDINGS).exists() else None
-    )
+def _read(path: UPath) -> bytes:
+    """The whole file in one read (one GET on an object store, never ranged reads)."""
+    return path.fs.cat_file(path.path)
+
+
+class _VersionRemoved(Exception):
+    """The version being read was removed by a concurrent prune."""
+
+
+def _read_version(version: UPath) -> TrainedModel:
+    """Every file from this one version folder, or `_VersionRemoved` if it vanished meanwhile."""
+    config = json.loads(_read_or_removed(version, CONFIG))
+    state = load_safetensors(_read_or_removed(version, WEIGHTS))
+    history = json.loads(_read_or_removed(version, HISTORY))
+    try:
+        embeddings: pa.Table | None = lake.read_parquet(version / EMBEDDINGS)
+    except FileNotFoundError:
+        _read_or_removed(version, CONFIG)  # still there: a model saved without embeddings
+        embeddings = None
     return TrainedModel(
         method=config["method"],
         fold=int(config["fold"]),
@@ -178,4 +215,34 @@ def load_model(directory: UPath) -> TrainedModel:
         state=state,
         history=history,
         embeddings=embeddings,
+    )
+
+
+def _read_or_removed(version: UPath, name: str) -> bytes:
+    """One file of a version. A missing file means the version is being removed when its
+    config.json (written last, removed first) is gone too; otherwise the version is damaged
+    and the error stands."""
+    try:
+        return _read(version / name)
+    except FileNotFoundError:
+        if name == CONFIG:
+            raise _VersionRemoved(version.name) from None
+        _read_or_removed(version, CONFIG)  # read, not a listing that a cache may answer
+        raise
+
+
+def load_model(directory: UPath) -> TrainedModel:
+    """The current version of a saved model; safetensors and JSON only, never pickle.
+
+    All files come from one version. If a concurrent save removes it mid-load, the load starts
+    again from a fresh pointer read, at most `LOAD_ATTEMPTS` times."""
+    removed: list[str] = []
+    for _ in range(LOAD_ATTEMPTS):
+        try:
+            return _read_version(current_version(directory))
+        except _VersionRemoved as exc:
+            removed.append(str(exc))
+    raise ModelLoadError(
+        f"{directory}: concurrent saves removed the version being loaded {LOAD_ATTEMPTS} times "
+        f"in a row ({', '.join(removed)}); saves are outpacing loads, retry later"
     )
