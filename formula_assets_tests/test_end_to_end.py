@@ -23,6 +23,7 @@ def test_refresh_materializes_everything(materialized) -> None:
     assert ran(stdout) == ALL_ASSETS | {"fold_models×10", "report"}
     for asset in ALL_ASSETS:
         assert (run.lake / f"{asset}.parquet").exists(), asset
+    assert not (run.lake / "_staged").exists()  # every blocking check passed and published
     assert pq.read_table(run.lake / "wikidata_formulae.parquet").num_rows == SAMPLE
     scores = pq.read_table(run.lake / "retrieval_scores.parquet")
     assert scores.num_rows == 5 * len(ALL_METHODS) * len(DIRECTIONS)

@@ -58,7 +58,7 @@ def parse_writer_tag(tag: str) -> Writer | None:
     return Writer(parts[0], int(parts[1]))
 
 
-def _is_local(path: UPath) -> bool:
+def is_local(path: UPath) -> bool:
     return path.protocol in ("", "file", "local")
 
 
@@ -79,7 +79,7 @@ def pid_alive(pid: int) -> bool:
 def sweep_orphans(path: UPath) -> list[str]:
     """Remove temporary siblings of `path` whose writer is certainly gone (local disks only:
     object stores never hold temporary files)."""
-    if not _is_local(path) or not path.parent.exists():
+    if not is_local(path) or not path.parent.exists():
         return []
     prefix = f".{path.name}{TMP_MARKER}"
     removed = []
@@ -97,7 +97,7 @@ def sweep_orphans(path: UPath) -> list[str]:
 @contextlib.contextmanager
 def atomic_file(path: UPath) -> Iterator[IO[bytes]]:
     """A binary file handle whose content appears at `path` only if the block succeeds."""
-    if not _is_local(path):
+    if not is_local(path):
         buffer = io.BytesIO()
         yield buffer
         path.write_bytes(buffer.getvalue())  # one PUT: all or nothing
@@ -131,7 +131,7 @@ def write_bytes_atomic(data: bytes, path: UPath) -> None:
 def read_parquet(path: UPath) -> pa.Table:
     """A whole table. From an object store in one GET: ranged reads could span two versions
     of an object that is replaced meanwhile."""
-    if not _is_local(path):
+    if not is_local(path):
         return pq.read_table(pa.BufferReader(path.fs.cat_file(path.path)))
     with path.open("rb") as fh:
         return pq.read_table(fh)

@@ -1,4 +1,10 @@
-"""The data lake IO manager: Parquet through UPath, so any fsspec URL can hold the lake."""
+"""The data lake IO manager: Parquet through UPath, so any fsspec URL can hold the lake.
+
+A table that blocking checks of the same run gate is staged, not published: readers of the
+documented path (search, the report, notebooks, later runs) keep the last good version until
+those checks pass (`defs.publication`, `core.staging`). Steps of the run that made a staged
+version (its checks) read that version.
+"""
 
 from __future__ import annotations
 
@@ -10,12 +16,14 @@ import pyarrow as pa
 from pydantic import Field
 from upath import UPath
 
-from formula_assets.core import lake, settings
+from formula_assets.core import lake, settings, staging
+from formula_assets.defs import publication
 from formula_assets.defs.metadata import table_schema
 
 
 class ParquetUPathIOManager(dg.UPathIOManager):
-    """Tables in, Parquet out: `<base>/<asset>.parquet`, partitions as `<asset>/<key>.parquet`."""
+    """Tables in, Parquet out: `<base>/<asset>.parquet`, partitions as `<asset>/<key>.parquet`;
+    versions awaiting their blocking checks under `<base>/_staged/`."""
 
     extension = ".parquet"
 
@@ -25,12 +33,39 @@ class ParquetUPathIOManager(dg.UPathIOManager):
         return super().make_safe_partition_path(base_path, escape_dotdot_segments(partition))
 
     def dump_to_path(self, context: dg.OutputContext, obj: Any, path: UPath) -> None:
-        lake.write_parquet_atomic(as_arrow(obj), path)
+        table = as_arrow(obj)
+        checks = publication.gating_checks(context)
+        publication.sweep(context, self._base_path, path)
+        if not checks:
+            lake.write_parquet_atomic(table, path)
+            return
+        version = staging.staged_version(self._base_path, path, context.run_id)
+        staging.stage(version, table, checks)
+        publication.hold(context, version)
+        context.log.info(
+            f"staged at {version.table}; published at {path} once {', '.join(checks)} pass"
+        )
 
     def load_from_path(self, context: dg.InputContext, path: UPath) -> pa.Table | pd.DataFrame:
-        table = lake.read_parquet(path)
+        table = self._staged_input(context, path)
+        if table is None:
+            table = lake.read_parquet(path)
         wanted = context.dagster_type.typing_type if context.dagster_type else None
         return table if wanted is pa.Table else table.to_pandas()
+
+    def _staged_input(self, context: dg.InputContext, path: UPath) -> pa.Table | None:
+        """The version of the run that made this input while it awaits its checks."""
+        run_id = publication.source_run(context)
+        if run_id is None:
+            return None
+        version = staging.staged_version(self._base_path, path, run_id)
+        table = staging.read_staged(version)
+        if table is None:
+            publication.release(context, version)
+        else:
+            publication.hold(context, version)
+            context.log.info(f"reading the staged version {version.table}")
+        return table
 
     def get_metadata(self, context: dg.OutputContext, obj: Any) -> dict[str, Any]:
         table = as_arrow(obj)

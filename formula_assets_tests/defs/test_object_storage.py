@@ -1,6 +1,7 @@
 """The data lake on an S3-compatible object store: a local moto server spoken to over HTTP
-through s3fs — ingest, syntax and semantics assets and a trained fold model round-trip there,
-no temporary object is ever created, and no reader sees half an object."""
+through s3fs — ingest, syntax and semantics assets and a trained fold model round-trip there
+(tables gated by blocking checks are staged, then published by one copy), no temporary object
+is ever created, and no reader sees half an object."""
 
 import json
 import os
@@ -121,6 +122,7 @@ def test_assets_and_a_fold_model_round_trip_through_object_storage(
         assert table.num_rows > 0 or name == "rejected_formulae"
     assert any("/_cache/embeddings/" in key for key in stored)  # the cache travelled along
     assert not [key for key in stored if lake.TMP_MARKER in key]  # no temporary objects
+    assert not [key for key in stored if "/_staged/" in key]  # every checked table published
     model = load_model(UPath(root) / "fold_models" / "1" / "sbert_dual_cl")
     assert model.method == "sbert_dual_cl" and model.fold == 1
     assert model.embeddings is not None and model.embeddings.num_rows == 60

@@ -1,0 +1,131 @@
+"""Staged tables: where a version waits, that it is published only when every gating check
+passed, that checks finishing together publish it exactly once and intact, and which staged
+versions a sweep may remove."""
+
+import json
+import multiprocessing
+import uuid
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+from upath import UPath
+
+from formula_assets.core import lake, staging
+
+OLD = pa.table({"qid": ["Q1", "Q2"], "v": [1.0, 2.0]})
+NEW = pa.table({"qid": ["Q1", "Q2", "Q3"], "v": [3.0, 4.0, 5.0]})
+
+
+def files(root: Path) -> list[str]:
+    return sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file())
+
+
+def staged(root: UPath, checks: list[str], name: str = "asset.parquet", run: str = "run-1"):
+    published = root / name
+    lake.write_parquet_atomic(OLD, published)
+    version = staging.staged_version(root, published, run)
+    staging.stage(version, NEW, checks)
+    return version
+
+
+def test_a_version_waits_under_staged_beside_a_manifest(tmp_path: Path) -> None:
+    root = UPath(tmp_path)
+    version = staged(root, ["asset:b", "asset:a"])
+    assert version.table == root / "_staged" / "asset" / "run-1.parquet"
+    assert json.loads(version.manifest.read_text())["checks"] == ["asset:a", "asset:b"]
+    assert staging.read_staged(version).equals(NEW)
+    partition = staging.staged_version(root, root / "models" / "1|x.parquet", "r")
+    assert partition.table == root / "_staged" / "models" / "1|x" / "r.parquet"
+    assert staging.read_staged(partition) is None
+
+
+def test_published_only_when_every_gating_check_passed(tmp_path: Path) -> None:
+    root = UPath(tmp_path)
+    version = staged(root, ["asset:a", "asset:b"])
+    assert not staging.record_pass(version, "asset:a")
+    assert not staging.record_pass(version, "asset:not_gating")
+    assert lake.read_parquet(version.published).equals(OLD)
+    assert not version.marker("asset:not_gating").exists()
+    assert staging.record_pass(version, "asset:b")
+    assert lake.read_parquet(version.published).equals(NEW)
+    assert files(tmp_path) == ["asset.parquet"]  # markers, manifest and empty folders gone
+    assert not staging.record_pass(version, "asset:b")  # nothing left to publish
+    assert not staging.publish(version)
+
+
+def test_a_failed_check_leaves_the_version_staged(tmp_path: Path) -> None:
+    root = UPath(tmp_path)
+    version = staged(root, ["asset:a", "asset:b"])
+    staging.record_pass(version, "asset:a")  # asset:b failed: it records nothing
+    assert lake.read_parquet(version.published).equals(OLD)
+    assert staging.read_staged(version).equals(NEW)
+
+
+def test_a_sweep_removes_versions_of_finished_runs_only(tmp_path: Path) -> None:
+    root = UPath(tmp_path)
+    for run in ("done", "running", "unknown", "current"):
+        version = staged(root, ["asset:a"], run=run)
+        staging.record_pass(version, "not gating")
+    done = staging.staged_version(root, root / "asset.parquet", "done")
+    lake.write_bytes_atomic(b"", done.marker("asset:b"))
+    debris = done.folder / f".done.parquet{lake.TMP_MARKER}host~1~x"
+    debris.write_bytes(b"half")
+    states = {"done": True, "running": False, "current": True}
+    removed = staging.sweep(root, root / "asset.parquet", "current", lambda r: states.get(r, False))
+    assert removed == ["done"]
+    assert [n for n in files(tmp_path) if "done" in n] == []
+    assert {n.split("/")[-1] for n in files(tmp_path)} >= {
+        "running.parquet",
+        "unknown.json",
+        "current.parquet",
+    }
+    assert staging.sweep(root, root / "other.parquet", "current", lambda r: True) == []
+
+
+def pass_one(root: str, run: str, check: str, barrier, results) -> None:
+    version = staging.staged_version(UPath(root), UPath(root) / "asset.parquet", run)
+    barrier.wait()
+    results.put(staging.record_pass(version, check))
+
+
+def test_checks_finishing_together_publish_once_and_intact(tmp_path: Path) -> None:
+    """Each check in its own process, released at the same moment, three times over."""
+    checks = [f"asset:c{i}" for i in range(4)]
+    context = multiprocessing.get_context("fork")  # the workers import nothing new
+    for round_ in range(3):
+        run = f"run-{round_}"
+        version = staged(UPath(tmp_path), checks, run=run)
+        barrier, results = context.Barrier(len(checks)), context.Queue()
+        workers = [
+            context.Process(target=pass_one, args=(str(tmp_path), run, c, barrier, results))
+            for c in checks
+        ]
+        for worker in workers:
+            worker.start()
+        published = [results.get(timeout=120) for _ in workers]
+        for worker in workers:
+            worker.join(timeout=60)
+        assert [w.exitcode for w in workers] == [0] * len(checks)
+        assert sum(published) >= 1
+        assert lake.read_parquet(version.published).equals(NEW)
+        assert files(tmp_path) == ["asset.parquet"]
+
+
+def test_an_object_store_publishes_by_one_copy(monkeypatch: pytest.MonkeyPatch) -> None:
+    root = UPath(f"memory://staging-{uuid.uuid4().hex}")
+    version = staged(root, ["asset:a"])
+    copies: list[tuple[str, str]] = []
+    original = type(version.table.fs).copy
+
+    def spy(fs, source: str, target: str, **kwargs) -> None:
+        copies.append((source, target))
+        original(fs, source, target, **kwargs)
+
+    monkeypatch.setattr(type(version.table.fs), "copy", spy)
+    assert staging.record_pass(version, "asset:a")
+    assert copies == [(version.table.path, version.published.path)]
+    assert lake.read_parquet(version.published).equals(NEW)
+    assert not version.table.exists() and not version.manifest.exists()
+    assert not staging.publish(version)
+    root.fs.rm(root.path, recursive=True)
