@@ -27,9 +27,10 @@ from formula_assets.evaluation.ranking import CosineScorer, gold_ranks
 from formula_assets.training.methods import alignment_data, train_fold
 
 METHOD = "graph_text_cl"
-VARIANTS: dict[str, dict] = {
-    "base": {},
+VARIANTS: dict[str, dict] = {  # relative to the settings `base` had: all off, 2 layers
+    "base": {"token_text": False},
     "text": {"token_text": True},
+    "text+unk": {"token_text": True, "token_dropout": 0.1},
     "text+root": {"token_text": True, "readout": "mean+root"},
     "text+root+unk": {"token_text": True, "readout": "mean+root", "token_dropout": 0.1},
     "text+root+unk+3 layers": {
