@@ -1,4 +1,5 @@
-"""The score ensemble: weights of its members chosen on validation data, never on test.
+"""The score ensemble: weights of its members chosen on held-back training data (the
+selection split), never on test.
 
 A weighted sum of the members' scores, weights on a grid (step 0.1, summing to 1), the best
 mean MRR over both directions on the given (validation) scorers; ties keep the first weighting.

@@ -120,7 +120,7 @@ def build_report(inputs: ReportInputs) -> Report:
                     ", ".join(f"{c['method']} {c['fold']}: {c['seed']}" for c in configs),
                 ],
                 [
-                    "ensemble weights per fold (chosen on validation)",
+                    "ensemble weights per fold (chosen on the selection split)",
                     json.dumps(dict(inputs.ensemble_weights)),
                 ],
             ],

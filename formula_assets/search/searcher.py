@@ -168,13 +168,26 @@ class Searcher:
                 from formula_assets.training.methods import GraphInputs
 
                 graphs = build_opt_graphs([("query", mathml)]).graphs
-                vocabulary = TokenVocabulary.from_tokens(model["trained"].config["vocabulary"])
-                batch = GraphInputs(graphs, vocabulary, "cpu").batch(np.array([0]))
+                config = model["trained"].config
+                vocabulary = TokenVocabulary.from_tokens(config["vocabulary"])
+                texts = self._token_texts(graphs) if config.get("token_text_dim") else None
+                batch = GraphInputs(graphs, vocabulary, "cpu", texts).batch(np.array([0]))
                 query = model["module"].encode_structural(batch)[0].numpy()
             else:
                 x = torch.from_numpy(self._sentence(linearised)[None, :])
                 query = model["module"].encode_structural(x)[0].numpy()
         return query, candidates
+
+    def _token_texts(self, graphs: pa.Table):
+        """The query's token-text vectors: `opt_token_embeddings` rows, and for a token the
+        corpus never had, its text embedded now (as the asset would have)."""
+        from formula_assets.training.methods import TokenTexts
+
+        known_tokens = TokenTexts.from_table(_read(self.root, "opt_token_embeddings"))
+        known = dict(zip(known_tokens.tokens, known_tokens.vectors, strict=True))
+        tokens = sorted({t for ts in graphs.column("node_tokens").to_pylist() for t in ts})
+        vectors = [known[t] if t in known else self._sentence(t) for t in tokens]
+        return TokenTexts(tokens, np.stack(vectors).astype(np.float32))
 
     def _semantic_query(self, method: str, text: str) -> tuple[np.ndarray, np.ndarray]:
         """(query vector, candidate structural vectors) for a text query."""
