@@ -13,7 +13,7 @@ export VIRTUAL_ENV := $(CURDIR)/$(VENV)
 export HF_HUB_OFFLINE ?= 1
 export TRANSFORMERS_OFFLINE ?= 1
 
-.PHONY: install home run test ui validate bench mutation distributed clean
+.PHONY: install home run test test-daemon ui validate bench mutation distributed clean
 
 install: $(VENV)/.installed
 
@@ -38,6 +38,9 @@ run: home
 test: install
 	$(BIN)/ruff check formula_assets formula_assets_tests benchmarks
 	$(BIN)/pytest
+
+test-daemon: install
+	$(BIN)/pytest -m daemon formula_assets_tests/test_daemon.py
 
 ui: home
 	$(BIN)/dg dev -h $(HOST) -p $(PORT)

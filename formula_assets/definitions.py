@@ -1,8 +1,15 @@
 """The code location: every asset and check under `defs/` (found by `dg`), plus the resources,
-the automation sensors and the weekly probe schedule."""
+the automation sensors and the weekly probe schedule.
+
+FORMULA_ASSETS_EXECUTOR=in_process runs each run's steps one after another in the run's own
+process, instead of one process per step (Dagster's default): on a small machine that saves
+loading the definitions again for every step and check, and the memory of a second process
+per run. Pools hold either way.
+"""
 
 from __future__ import annotations
 
+import os
 import warnings
 from pathlib import Path
 
@@ -17,6 +24,16 @@ from formula_assets.defs.resources.sentence_embedder import SentenceEmbedderReso
 from formula_assets.defs.resources.wikidata import WikidataResource
 
 PROJECT = Path(__file__).resolve().parent
+EXECUTOR_ENV = "FORMULA_ASSETS_EXECUTOR"
+EXECUTORS = ("multiprocess", "in_process")
+
+
+def _executor() -> dg.ExecutorDefinition | None:
+    """None keeps Dagster's default (a process per step; deployments set their own)."""
+    name = os.environ.get(EXECUTOR_ENV, "").strip().lower() or "multiprocess"
+    if name not in EXECUTORS:
+        raise ValueError(f"{EXECUTOR_ENV} must be one of {', '.join(EXECUTORS)}, got {name!r}")
+    return dg.in_process_executor if name == "in_process" else None
 
 
 def _defs_folder() -> dg.Definitions:
@@ -36,6 +53,7 @@ def _defs_folder() -> dg.Definitions:
 defs = dg.Definitions.merge(
     _defs_folder(),
     dg.Definitions(
+        executor=_executor(),
         sensors=[automation_sensor()],
         schedules=[weekly_probe_schedule("wikidata_probe", checks=[CURRENT_CHECK])],
         resources={

@@ -139,12 +139,16 @@ def default_world() -> dict[str, Entity]:
 
 
 def snapshot_world(
-    records: Iterable[FormulaRecord], modified: str = "2026-01-01T00:00:00Z"
+    records: Iterable[FormulaRecord],
+    modified: str = "2026-01-01T00:00:00Z",
+    into: Mapping[str, Entity] | None = None,
 ) -> dict[str, Entity]:
     """Snapshot items as the endpoint would hold them: each formula item with its concepts
     (P4934, qualified by their symbols) and every concept as an entity of its own; a
-    realistic world of any size for pipelines run against the endpoint."""
-    world: dict[str, Entity] = {}
+    realistic world of any size for pipelines run against the endpoint. With `into`, a copy
+    of that world with the items added (a formula item is never replaced by the bare concept
+    another item links to)."""
+    world: dict[str, Entity] = dict(into or {})
     for record in records:
         statements = tuple(
             Statement("P4934", c.qid, (c.symbol_mathml,) if c.symbol_mathml else ())

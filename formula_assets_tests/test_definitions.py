@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import dagster as dg
+import pytest
 
 from formula_assets.definitions import defs
 
@@ -135,3 +136,15 @@ def test_the_source_has_a_freshness_check_and_a_sensor_that_runs_it() -> None:
 
 def test_definitions_are_a_definitions_object() -> None:
     assert isinstance(defs, dg.Definitions)
+
+
+def test_runs_execute_in_one_process_when_asked(monkeypatch: pytest.MonkeyPatch) -> None:
+    from formula_assets import definitions
+
+    monkeypatch.delenv("FORMULA_ASSETS_EXECUTOR", raising=False)
+    assert definitions._executor() is None  # Dagster's default: a process per step
+    monkeypatch.setenv("FORMULA_ASSETS_EXECUTOR", "in_process")
+    assert definitions._executor() is dg.in_process_executor
+    monkeypatch.setenv("FORMULA_ASSETS_EXECUTOR", "threads")
+    with pytest.raises(ValueError, match="must be one of multiprocess, in_process"):
+        definitions._executor()

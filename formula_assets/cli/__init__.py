@@ -13,7 +13,16 @@ from formula_assets.cli.home import ensure_dagster_home
 
 
 def _home(_args: argparse.Namespace) -> int:
-    print(ensure_dagster_home())
+    import dagster as dg
+
+    from formula_assets.cli.pools import ensure_training_pool
+
+    home = ensure_dagster_home()
+    with dg.DagsterInstance.get() as instance:
+        warning = ensure_training_pool(instance)
+    if warning:
+        print(f"warning: {warning}", file=sys.stderr)
+    print(home)
     return 0
 
 

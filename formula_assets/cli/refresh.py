@@ -5,6 +5,10 @@ once it has a new data version), so refresh works in rounds: find what is stale 
 run the part of it whose parents are all fresh, and look again, until nothing is left. A
 runner executes each round: locally (heavy steps in worker processes, one torch thread each)
 or on a distributed engine (`cli/distributed.py`).
+
+A step that another entry point (the automation sensor, the UI, `dg launch`, another refresh)
+is building right now is not started a second time: the refresh waits for that run, then
+looks again, and usually finds the step fresh.
 """
 
 from __future__ import annotations
@@ -14,11 +18,15 @@ from dataclasses import dataclass, field
 
 import dagster as dg
 
-from formula_assets.cli.runs import REFRESH_TAG, Print, RefreshError, Runner
+from formula_assets.cli.inflight import Builder, building_elsewhere, job_targets
+from formula_assets.cli.pools import ensure_training_pool, free_slots_of_ended_runs
+from formula_assets.cli.runs import REFRESH_TAG, Job, Print, RefreshError, Runner
 from formula_assets.cli.stale import Entry, Target, stale_entries
 
 MAX_ROUNDS = 50
 OBSERVE_JOB = "observe_wikidata"
+POLL_S = 2.0  # how often a waiting refresh looks at the runs it waits for
+REMIND_S = 300.0  # how often it says again what it waits for
 
 __all__ = ["RefreshError", "RefreshReport", "observe_sources", "refresh"]
 
@@ -47,6 +55,50 @@ def observe_sources(defs: dg.Definitions, instance: dg.DagsterInstance, echo: Pr
         raise RefreshError("observing wikidata_probe failed; the last good data is kept")
 
 
+def _held(
+    defs: dg.Definitions, instance: dg.DagsterInstance, jobs: list[Job]
+) -> dict[Job, list[Builder]]:
+    """Jobs with a target that some other run or backfill is building, with those builders."""
+    busy = building_elsewhere(defs, instance, [t for job in jobs for t in job_targets(job)])
+    held: dict[Job, list[Builder]] = {}
+    for job in jobs:
+        builders = list(dict.fromkeys(busy[t] for t in job_targets(job) if t in busy))
+        if builders:
+            held[job] = builders
+    return held
+
+
+def _announce(held: dict[Job, list[Builder]], said: set[tuple[Job, Builder]], echo: Print) -> None:
+    for job, builders in held.items():
+        for builder in builders:
+            if (job, builder) not in said:
+                said.add((job, builder))
+                echo(f"waiting for {builder}, which is already building {job}")
+
+
+def _wait(
+    defs: dg.Definitions,
+    instance: dg.DagsterInstance,
+    jobs: list[Job],
+    said: set[tuple[Job, Builder]],
+    echo: Print,
+    poll_s: float,
+) -> None:
+    """Until no other run or backfill is building any of `jobs`."""
+    started = last_reminder = time.perf_counter()
+    while held := _held(defs, instance, jobs):
+        _announce(held, said, echo)
+        if time.perf_counter() - last_reminder > REMIND_S:
+            last_reminder = time.perf_counter()
+            ids = sorted({b.id for builders in held.values() for b in builders})
+            echo(
+                f"  still waiting after {last_reminder - started:.0f} s for {', '.join(ids)}; "
+                "if it hangs, terminate it in the UI (Runs) and the refresh goes on"
+            )
+        time.sleep(poll_s)
+    echo(f"  waited {time.perf_counter() - started:.1f} s; looking again")
+
+
 def refresh(
     defs: dg.Definitions,
     instance: dg.DagsterInstance,
@@ -55,6 +107,7 @@ def refresh(
     max_rounds: int = MAX_ROUNDS,
     observe: bool = False,
     runner: Runner | None = None,
+    poll_s: float = POLL_S,
 ) -> RefreshReport:
     if runner is None:
         from formula_assets.cli.worker import LocalRunner
@@ -62,24 +115,36 @@ def refresh(
         runner = LocalRunner(workers)
     report = RefreshReport()
     started = time.perf_counter()
+    warning = ensure_training_pool(instance)
+    if warning:
+        echo(f"warning: {warning}")
+    for run_id in free_slots_of_ended_runs(instance):
+        echo(f"freed the pool slots still held by run {run_id}, which has ended")
     if observe:
         observe_sources(defs, instance, echo)
     attempted: dict[Target, int] = {}
-    for _ in range(max_rounds):
-        entries = stale_entries(defs, instance)
-        if not entries:
-            break
-        report.rounds += 1
+    said: set[tuple[Job, Builder]] = set()
+    while entries := stale_entries(defs, instance):
         frontier = _frontier(defs, entries)
-        repeated = [e for e in frontier if attempted.get(e.target, 0) >= 2]
+        planned = runner.plan(defs, frontier)
+        held = _held(defs, instance, planned)
+        _announce(held, said, echo)
+        jobs = [job for job in planned if job not in held]
+        if not jobs:  # everything left to do is being built elsewhere: wait, then look again
+            _wait(defs, instance, planned, said, echo, poll_s)
+            continue
+        if report.rounds == max_rounds:
+            raise RefreshError(f"not fresh after {max_rounds} rounds")
+        report.rounds += 1
+        targets = {t for job in jobs for t in job_targets(job)}
+        repeated = [e for e in frontier if e.target in targets and attempted.get(e.target, 0) >= 2]
         if repeated:
             raise RefreshError(
                 "still stale after being rebuilt twice: "
                 + ", ".join(f"{e.target} ({'; '.join(e.causes)})" for e in repeated)
             )
-        for entry in frontier:
-            attempted[entry.target] = attempted.get(entry.target, 0) + 1
-        jobs = runner.plan(defs, frontier)
+        for target in targets:
+            attempted[target] = attempted.get(target, 0) + 1
         whole = sorted(k for job in jobs if job.partition is None for k in job.keys)
         if whole:
             echo(f"materializing {', '.join(whole)}")
@@ -98,7 +163,5 @@ def refresh(
                 "see their run logs in the UI"
             )
         report.ran += [str(job) for job in jobs]
-    else:
-        raise RefreshError(f"not fresh after {max_rounds} rounds")
     report.seconds = time.perf_counter() - started
     return report

@@ -6,6 +6,10 @@ behind it. Each worker runs with one torch/BLAS thread (on a small CPU two threa
 process train slower than two one-thread processes). A worker that dies — killed for memory,
 a segfault — breaks the pool: the refresh stops at once with an error that names the job the
 dead worker was running, and the runs it left in progress are marked failed.
+
+Each job looks once more, right before it starts, whether another entry point (the automation
+sensor ticks while a round runs) has started building it meanwhile; then it is left to that
+run, and the refresh loop waits for it.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from typing import Any
 
 import dagster as dg
 
+from formula_assets.cli.inflight import building_elsewhere, job_targets
 from formula_assets.cli.runs import JOB_TAG, Job, Print, RefreshError, materialize, plan_jobs
 from formula_assets.cli.stale import Entry
 
@@ -56,6 +61,17 @@ def initialize(started: Any) -> None:
     _STARTED = started
 
 
+def materialize_here(
+    defs: dg.Definitions, instance: dg.DagsterInstance, job: Job, echo: Print
+) -> bool:
+    """Run `job` unless some other run or backfill is building it by now; False if it failed."""
+    busy = building_elsewhere(defs, instance, job_targets(job))
+    if busy:
+        echo(f"leaving {job} to {next(iter(busy.values()))}, which has started building it")
+        return True
+    return materialize(defs, instance, job)
+
+
 def materialize_job(job: Job) -> tuple[Job, bool]:
     """One refresh job (assets, or one partition) as one run on the shared instance."""
     if _DEFS is None:
@@ -63,7 +79,7 @@ def materialize_job(job: Job) -> tuple[Job, bool]:
     _STARTED.put((os.getpid(), job))
     print(f"materializing {job}", flush=True)
     with dg.DagsterInstance.get() as instance:
-        return job, materialize(_DEFS, instance, job)
+        return job, materialize_here(_DEFS, instance, job, lambda line: print(line, flush=True))
 
 
 class LocalRunner:
@@ -79,7 +95,11 @@ class LocalRunner:
         heavy = [job for job in jobs if cost(job) > 0] if self.workers > 1 else []
         if len(heavy) <= 1:
             heavy = []
-        failed = [job for job in jobs if job not in heavy and not materialize(defs, instance, job)]
+        failed = [
+            job
+            for job in jobs
+            if job not in heavy and not materialize_here(defs, instance, job, echo)
+        ]
         if heavy:
             failed += self._in_processes(instance, heavy)
         return failed
@@ -124,9 +144,12 @@ class LocalRunner:
 
 
 def _mark_runs_failed(instance: dg.DagsterInstance, job: Job) -> None:
-    """Runs of `job` that a dead worker left started are failed, not running forever."""
+    """Runs of `job` that a dead worker left started are failed, not running forever, and
+    the pool slot a dead training step held is given back."""
     records = instance.get_runs(
         filters=dg.RunsFilter(tags={JOB_TAG: str(job)}, statuses=[dg.DagsterRunStatus.STARTED])
     )
     for run in records:
         instance.report_run_failed(run)
+        if instance.event_log_storage.supports_global_concurrency_limits:
+            instance.event_log_storage.free_concurrency_slots_for_run(run.run_id)

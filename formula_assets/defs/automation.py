@@ -6,14 +6,17 @@ requested only when a parent's data version actually changed (or its own code ve
 so the content-hash data versions stop a cascade under automation as they do under
 `formula-assets refresh`. Like `eager`, nothing is requested while a parent is missing or in
 progress; unlike it, assets already missing at the sensor's first evaluation are requested
-too (with their missing parents: the sensor emits a backfill, which runs parents first).
+too (with their missing parents: the sensor emits a backfill, which runs parents first) —
+except one that a run is building right then (a `formula-assets refresh` started before the
+UI), and so nothing below it either, since those would read its old output.
 
 A weekly schedule observes the Wikidata probe; a changed fingerprint updates
 `wikidata_formulae` and the change flows down level by level. With the snapshot source the
 fingerprint never changes.
 
 FORMULA_ASSETS_AUTOMATION=off starts the sensor and schedule stopped (e.g. for a UI session
-where runs should start only by hand).
+where runs should start only by hand). FORMULA_ASSETS_AUTOMATION_INTERVAL sets how often the
+sensor evaluates (60 s; each level of a change waits for one evaluation).
 """
 
 import os
@@ -22,6 +25,8 @@ from collections.abc import Sequence
 import dagster as dg
 
 AUTOMATION_ENV = "FORMULA_ASSETS_AUTOMATION"
+INTERVAL_ENV = "FORMULA_ASSETS_AUTOMATION_INTERVAL"
+DEFAULT_INTERVAL_S = 60
 
 _AC = dg.AutomationCondition
 _TRIGGER = (
@@ -36,7 +41,7 @@ AUTOMATION = (
     & ~_AC.any_deps_in_progress()
     & ~_AC.in_progress()
 ).with_label("on_new_data") | (
-    _AC.initial_evaluation() & _AC.missing() & ~_AC.any_deps_missing()
+    _AC.initial_evaluation() & _AC.missing() & ~_AC.in_progress() & ~_AC.any_deps_missing()
 ).with_label("missing_at_start")
 
 
@@ -50,12 +55,27 @@ def default_schedule_status() -> dg.DefaultScheduleStatus:
     return dg.DefaultScheduleStatus.RUNNING if running else dg.DefaultScheduleStatus.STOPPED
 
 
+def automation_interval() -> int:
+    """Seconds between the sensor's evaluations: FORMULA_ASSETS_AUTOMATION_INTERVAL, else 60.
+    Dagster's daemon evaluates at most every 5 s."""
+    raw = os.environ.get(INTERVAL_ENV, "").strip()
+    if not raw:
+        return DEFAULT_INTERVAL_S
+    try:
+        value = int(raw)
+    except ValueError as exc:
+        raise ValueError(f"{INTERVAL_ENV} must be a whole number of seconds, got {raw!r}") from exc
+    if value < 1:
+        raise ValueError(f"{INTERVAL_ENV} must be at least 1 second, got {value}")
+    return value
+
+
 def automation_sensor() -> dg.AutomationConditionSensorDefinition:
     return dg.AutomationConditionSensorDefinition(
         "formula_assets_automation",
         target=dg.AssetSelection.all(),
         default_status=default_status(),
-        minimum_interval_seconds=60,
+        minimum_interval_seconds=automation_interval(),
         description="Evaluates every asset's automation condition (eager, plus missing assets "
         "on the first evaluation).",
     )

@@ -5,22 +5,20 @@ materialization of `wikidata_formulae` from its page, sees it succeed, and saves
 to test-artifacts/. Debian's Chromium is used (never a downloaded browser).
 """
 
-import json
 import os
 import re
 import shutil
-import signal
-import socket
 import subprocess
 import sys
 import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from formula_assets.definitions import defs
+from formula_assets_tests import dev_server
+from formula_assets_tests.dev_server import graphql
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts"
@@ -44,22 +42,6 @@ def chromium() -> str:
     return path
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def graphql(base: str, query: str) -> dict:
-    request = urllib.request.Request(
-        f"{base}/graphql",
-        data=json.dumps({"query": query}).encode(),
-        headers={"Content-Type": "application/json"},
-    )
-    with urllib.request.urlopen(request, timeout=30) as response:
-        return json.loads(response.read())["data"]
-
-
 @pytest.fixture
 def dagster_dev(tmp_path: Path) -> Iterator[str]:
     """A `dg dev` server on its own instance; the whole process group is stopped after."""
@@ -70,51 +52,11 @@ def dagster_dev(tmp_path: Path) -> Iterator[str]:
         "FORMULA_ASSETS_DATA_LAKE": str(lake),
         "FORMULA_ASSETS_AUTOMATION": "off",  # only the run this test launches
         "HF_HUB_OFFLINE": "1",
-        "VIRTUAL_ENV": sys.prefix,
     }
     env.pop("FORMULA_ASSETS_SOURCE", None)
     subprocess.run([Path(sys.executable).parent / "formula-assets", "home"], env=env, check=True)
-    port = free_port()
-    log = (tmp_path / "dagster_dev.log").open("w")
-    server = subprocess.Popen(
-        [
-            Path(sys.executable).parent / "dg",
-            "dev",
-            "-h",
-            "127.0.0.1",
-            "-p",
-            str(port),
-        ],
-        cwd=ROOT,
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,  # its own process group: stopped as a whole below
-    )
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 180
-        while True:
-            try:
-                urllib.request.urlopen(f"{base}/server_info", timeout=2).close()
-                break
-            except OSError:
-                if server.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(
-                        "dg dev did not come up:\n"
-                        + (tmp_path / "dagster_dev.log").read_text()[-3000:]
-                    ) from None
-                time.sleep(1)
+    with dev_server.dagster_dev(env, tmp_path / "dagster_dev.log") as base:
         yield base
-    finally:
-        os.killpg(server.pid, signal.SIGTERM)
-        try:
-            server.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(server.pid, signal.SIGKILL)
-            server.wait(timeout=30)
-        log.close()
-    assert server.poll() is not None
 
 
 def wait_for_run(base: str, timeout: float = 300) -> str:

@@ -1,0 +1,169 @@
+"""One step, one build at a time, whichever entry point started it.
+
+A refresh started while another entry point (here `dg launch`, as the UI or the automation
+sensor would) is building the same step waits for that run instead of starting a second one
+beside it. What counts as being built elsewhere: a run whose process lives, a queued run or a
+backfill while a daemon runs.
+"""
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import dagster as dg
+import pytest
+from dagster._core.definitions.assets.graph.asset_graph_subset import AssetGraphSubset
+from dagster._core.events import DagsterEventType
+from dagster._core.execution.backfill import PartitionBackfill
+from dagster._daemon.types import DaemonHeartbeat
+
+from formula_assets.cli.inflight import building_elsewhere
+from formula_assets.cli.stale import Target
+from formula_assets_tests.cli.recorded_runs import KEY, a_run, dead_pid
+from formula_assets_tests.pipeline import CLI, ROOT, pipeline, ran
+from formula_assets_tests.sparql_server import FakeWdqs, Reply, is_detail_query
+
+
+def wait_for(condition: Callable[[], object], timeout: float, what: str) -> object:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.5)
+    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
+
+
+def planned_runs(instance: dg.DagsterInstance, key: dg.AssetKey) -> set[str]:
+    """Every run that was created to build `key` (each announces it when created)."""
+    records = instance.event_log_storage.get_event_records(
+        dg.EventRecordsFilter(DagsterEventType.ASSET_MATERIALIZATION_PLANNED, asset_key=key)
+    )
+    return {r.run_id for r in records}
+
+
+def stop(process: subprocess.Popen) -> None:
+    if process.poll() is None:
+        os.killpg(process.pid, signal.SIGKILL)
+    process.wait(timeout=30)
+
+
+@pytest.mark.slow
+def test_refresh_waits_for_a_step_another_entry_point_is_building(
+    tmp_path: Path, sparql_server: FakeWdqs
+) -> None:
+    release = threading.Event()
+
+    def held(_query: str, reply: Reply) -> Reply:
+        release.wait(120)  # the other run stays inside wikidata_formulae until released
+        return reply
+
+    sparql_server.script(held, when=is_detail_query)
+    run = pipeline(
+        tmp_path,
+        tmp_path / "embedding_cache",
+        FORMULA_ASSETS_SOURCE="sparql",
+        FORMULA_ASSETS_SPARQL_ENDPOINT=sparql_server.endpoint,
+        FORMULA_ASSETS_MIN_FORMULAE="1",
+    )
+    assert run.run("home").returncode == 0
+    env = {**run.env, "VIRTUAL_ENV": sys.prefix}
+    dg_bin = Path(sys.executable).parent / "dg"
+    launch_log, refresh_log = tmp_path / "launch.log", tmp_path / "refresh.log"
+    processes: list[subprocess.Popen] = []
+    try:
+        with launch_log.open("w") as out:
+            other = subprocess.Popen(
+                [str(dg_bin), "launch", "--assets", "wikidata_formulae"],
+                cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+            )  # fmt: skip
+        processes.append(other)
+        with dg.DagsterInstance.from_config(str(run.home)) as instance:
+            wait_for(sparql_server.detail_requests, 120, "the other run to query the endpoint")
+            (building,) = planned_runs(instance, KEY)
+            assert instance.get_run_by_id(building).status == dg.DagsterRunStatus.STARTED
+
+            with refresh_log.open("w") as out:
+                refresh = subprocess.Popen(
+                    [str(CLI), "refresh"],
+                    cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
+                    start_new_session=True,
+                )  # fmt: skip
+            processes.append(refresh)
+            waiting = f"waiting for run {building}"
+
+            def said_or_ended() -> bool:
+                return waiting in refresh_log.read_text() or refresh.poll() is not None
+
+            wait_for(said_or_ended, 120, "the refresh to decide")
+            output = refresh_log.read_text()
+            assert waiting in output, output[-3000:]
+            (line,) = [x for x in output.splitlines() if waiting in x]
+            assert line.endswith(
+                "(the UI or a dg/dagster command, started), which is already building "
+                "wikidata_formulae"
+            ), line
+            time.sleep(3)  # it keeps waiting: no second run of the step …
+            assert refresh.poll() is None, refresh_log.read_text()[-3000:]
+            assert planned_runs(instance, KEY) == {building}
+            assert len(sparql_server.detail_requests()) == 1
+
+            release.set()  # … and once the other run has built it, the refresh goes on
+            wait_for(lambda: ran(refresh_log.read_text()), 120, "the refresh's next step")
+            output = refresh_log.read_text()
+            assert "wikidata_formulae" not in ran(output), output[-3000:]
+            assert "opt_graphs" in ran(output)
+            assert "looking again" in output
+            assert planned_runs(instance, KEY) == {building}
+            materialized = instance.fetch_materializations(KEY, limit=10).records
+            assert [r.run_id for r in materialized] == [building]
+    finally:
+        release.set()
+        for process in processes:
+            stop(process)
+
+
+# ---------------------------------------------------------------- what counts as in flight
+
+
+def test_a_started_run_counts_while_its_process_lives(small) -> None:
+    defs, instance = small
+    alive = a_run(defs, instance, dg.DagsterRunStatus.STARTED, os.getpid())
+    gone = a_run(defs, instance, dg.DagsterRunStatus.STARTED, dead_pid())
+    busy = building_elsewhere(defs, instance, [Target(KEY)])
+    assert busy[Target(KEY)].id == alive
+    assert str(busy[Target(KEY)]) == f"run {alive} (the UI or a dg/dagster command, started)"
+    instance.report_run_canceled(instance.get_run_by_id(alive))
+    assert building_elsewhere(defs, instance, [Target(KEY)]) == {}  # `gone` is not waited for
+    assert gone
+
+
+def test_queued_runs_and_backfills_count_only_while_a_daemon_runs(small) -> None:
+    defs, instance = small
+    queued = a_run(defs, instance, dg.DagsterRunStatus.QUEUED, os.getpid())
+    instance.add_run_tags(queued, {"dagster/sensor_name": "formula_assets_automation"})
+    graph = defs.resolve_asset_graph()
+    backfill = PartitionBackfill.from_asset_graph_subset(
+        backfill_id="bkfl0001",
+        backfill_timestamp=time.time(),
+        tags={"dagster/from_automation_condition": "true"},
+        dynamic_partitions_store=instance,
+        asset_graph_subset=AssetGraphSubset.from_asset_keys({dg.AssetKey("opt_graphs")}, graph),
+        title=None,
+        description=None,
+        run_config=None,
+    )
+    instance.add_backfill(backfill)
+    targets = [Target(KEY), Target(dg.AssetKey("opt_graphs")), Target(dg.AssetKey("cv_folds"))]
+    assert building_elsewhere(defs, instance, targets) == {}  # no daemon: nothing moves them
+    instance.add_daemon_heartbeat(DaemonHeartbeat(time.time(), "QUEUED_RUN_COORDINATOR", None))
+    busy = building_elsewhere(defs, instance, targets)
+    assert {t.key.to_user_string(): str(b) for t, b in busy.items()} == {
+        "wikidata_formulae": f"run {queued} (sensor formula_assets_automation, queued)",
+        "opt_graphs": "backfill bkfl0001 (the automation sensor, requested)",
+    }

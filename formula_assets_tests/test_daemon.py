@@ -1,0 +1,208 @@
+"""A running daemon, end to end: `dg dev` (web server + daemon) on 127.0.0.1 with the
+project's instance, a temporary data lake and the local SPARQL endpoint.
+
+The automation sensor alone builds everything once the probe is observed; an unchanged
+probe starts nothing; 30 new items at the endpoint reach `retrieval_scores` through the
+sensor's runs; the training pool holds throughout; no process outlives the test.
+"""
+
+import subprocess
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import dagster as dg
+import pyarrow.parquet as pq
+import pytest
+from dagster._core.events import DagsterEventType
+from dagster._core.scheduler.instigation import InstigatorType
+
+from formula_assets.ingest.snapshot import snapshot_records
+from formula_assets.ingest.sources import sample_records
+from formula_assets_tests.dev_server import dagster_dev, launch_job, processes_of
+from formula_assets_tests.pipeline import CLI, pipeline
+from formula_assets_tests.sparql_server import FakeWdqs, snapshot_world
+
+SENSOR = "formula_assets_automation"
+INITIAL, NEW = 100, 30
+CHANGED = "2026-12-01T00:00:00Z"
+# A hang fails the test. Its work is fixed: two builds, each ~17 runs (10 of them training),
+# each run a fresh process loading the definitions; ~600 s of CPU in all, so on 2 cores its
+# time is set by whatever else shares them (10-14 min measured beside other work).
+BUDGET_S = 1200
+UNFINISHED = [
+    dg.DagsterRunStatus.QUEUED,
+    dg.DagsterRunStatus.NOT_STARTED,
+    dg.DagsterRunStatus.STARTING,
+    dg.DagsterRunStatus.STARTED,
+]
+
+
+class Watch:
+    """The instance as the test sees it, and the test's own deadline."""
+
+    def __init__(self, instance: dg.DagsterInstance, log: Path) -> None:
+        from formula_assets.definitions import defs
+
+        self.instance = instance
+        self.log = log
+        self.deadline = time.monotonic() + BUDGET_S
+        graph = defs.resolve_asset_graph()
+        self.targets: list[tuple[dg.AssetKey, str | None]] = []
+        for key in graph.materializable_asset_keys:
+            partitions = graph.get(key).partitions_def
+            keys = partitions.get_partition_keys() if partitions else [None]
+            self.targets += [(key, p) for p in keys]
+
+    def runs(self) -> list[dg.DagsterRun]:
+        return list(self.instance.get_runs())
+
+    def automation_runs(self) -> set[str]:
+        """Runs the automation sensor started (the probe's freshness sensor starts its own)."""
+        runs = self.instance.get_runs(filters=dg.RunsFilter(tags={"dagster/sensor_name": SENSOR}))
+        return {r.run_id for r in runs}
+
+    def summary(self) -> str:
+        lines = [
+            f"{r.run_id[:8]} {r.status.value} {r.job_name} "
+            f"{sorted(k.to_user_string() for k in r.asset_selection or [])} "
+            f"{r.tags.get('dagster/partition', '')}"
+            for r in self.runs()
+        ]
+        return "\n".join(lines) + "\n--- dg dev log:\n" + self.log.read_text()[-3000:]
+
+    def until(self, condition: Callable[[], object], what: str) -> object:
+        while time.monotonic() < self.deadline:
+            failed = [r for r in self.runs() if r.status == dg.DagsterRunStatus.FAILURE]
+            assert not failed, f"run(s) failed while waiting for {what}:\n{self.summary()}"
+            value = condition()
+            if value:
+                print(f"{BUDGET_S - (self.deadline - time.monotonic()):.0f} s: {what}", flush=True)
+                return value
+            time.sleep(2)
+        raise AssertionError(
+            f"out of the {BUDGET_S} s budget waiting for {what}:\n{self.summary()}"
+        )
+
+    def _latest(self, key: dg.AssetKey, partition: str | None = None):
+        records = self.instance.fetch_materializations(
+            dg.AssetRecordsFilter(
+                asset_key=key, asset_partitions=[partition] if partition else None
+            ),
+            limit=1,
+        ).records
+        return records[0] if records else None
+
+    def latest(self, key: dg.AssetKey, partition: str | None = None) -> int:
+        """Storage id of the latest materialization, 0 if none."""
+        record = self._latest(key, partition)
+        return record.storage_id if record else 0
+
+    def builders(self) -> set[str]:
+        """The runs that made the latest version of every asset and partition."""
+        return {self._latest(key, partition).run_id for key, partition in self.targets}
+
+    def settled(self) -> bool:
+        """Everything materialized, and nothing running or queued."""
+        if self.instance.get_runs(filters=dg.RunsFilter(statuses=UNFINISHED)):
+            return False
+        return all(self.latest(key, partition) for key, partition in self.targets)
+
+    def ticks(self) -> list:
+        """The automation sensor's evaluations, newest first."""
+        for state in self.instance.all_instigator_state(instigator_type=InstigatorType.SENSOR):
+            if state.instigator_name == SENSOR:
+                return list(self.instance.get_ticks(state.instigator_origin_id, state.selector_id))
+        return []
+
+    def probe(self) -> str:
+        """The data version of the latest observation of the Wikidata probe."""
+        records = self.instance.fetch_observations(dg.AssetKey("wikidata_probe"), limit=1)
+        return records.records[0].asset_observation.data_version if records.records else ""
+
+    def run_succeeded(self, run_id: str) -> bool:
+        run = self.instance.get_run_by_id(run_id)
+        return run is not None and run.status == dg.DagsterRunStatus.SUCCESS
+
+
+def training_overlap(instance: dg.DagsterInstance) -> int:
+    """The most fold_models steps that ever ran at the same moment."""
+    moments: list[tuple[float, int]] = []
+    for run in instance.get_runs():
+        if dg.AssetKey("fold_models") not in (run.asset_selection or set()):
+            continue
+        of_type = {DagsterEventType.STEP_START, DagsterEventType.STEP_SUCCESS}
+        of_type.add(DagsterEventType.STEP_FAILURE)
+        for record in instance.get_records_for_run(run.run_id, of_type=of_type).records:
+            entry = record.event_log_entry
+            if entry.step_key != "fold_models":
+                continue
+            start = entry.dagster_event_type == DagsterEventType.STEP_START
+            moments.append((entry.timestamp, 1 if start else -1))
+    running = most = 0
+    for _, change in sorted(moments, key=lambda m: (m[0], m[1])):
+        running += change
+        most = max(most, running)
+    return most
+
+
+@pytest.mark.slow
+@pytest.mark.daemon
+def test_the_daemon_builds_everything_then_follows_a_change(tmp_path: Path) -> None:
+    records = sample_records(list(snapshot_records()), INITIAL + NEW)
+    with FakeWdqs(snapshot_world(records[:INITIAL])) as server:
+        run = pipeline(
+            tmp_path,
+            tmp_path / "embedding_cache",
+            FORMULA_ASSETS_SOURCE="sparql",
+            FORMULA_ASSETS_SPARQL_ENDPOINT=server.endpoint,
+            FORMULA_ASSETS_MIN_FORMULAE="50",
+            FORMULA_ASSETS_AUTOMATION_INTERVAL="5",  # each level waits for one evaluation
+            FORMULA_ASSETS_EXECUTOR="in_process",  # a process per run, not per step
+        )
+        env = {
+            k: v
+            for k, v in run.env.items()
+            if k not in ("FORMULA_ASSETS_SAMPLE", "FORMULA_ASSETS_AUTOMATION")
+        }
+        subprocess.run([str(CLI), "home"], env=env, check=True, capture_output=True)
+        log = tmp_path / "dg_dev.log"
+        with (
+            dagster_dev(env, log) as base,
+            dg.DagsterInstance.from_config(str(run.home)) as instance,
+        ):
+            watch = Watch(instance, log)
+            # The sensor is on by default; its first evaluation finds the probe never
+            # observed and requests nothing.
+            watch.until(watch.ticks, "the sensor's first evaluation")
+            assert watch.automation_runs() == set()
+
+            observed = launch_job(base, "observe_wikidata")
+            watch.until(watch.settled, "the sensor's runs to materialize everything")
+            assert watch.run_succeeded(observed)
+            assert watch.probe().startswith(f"sparql-{INITIAL}-")
+            assert pq.read_table(run.lake / "wikidata_formulae.parquet").num_rows == INITIAL
+            assert watch.builders() <= watch.automation_runs()  # the sensor's runs built it all
+            first_scores = watch.latest(dg.AssetKey("retrieval_scores"))
+
+            # Nothing changed at the endpoint: the next evaluations start nothing.
+            before = watch.automation_runs()
+            again = launch_job(base, "observe_wikidata")
+            watch.until(lambda: watch.run_succeeded(again), "the second observation")
+            assert watch.probe().startswith(f"sparql-{INITIAL}-")
+            seen = len(watch.ticks())
+            watch.until(lambda: len(watch.ticks()) >= seen + 2, "two more evaluations")
+            assert watch.automation_runs() == before
+
+            # 30 new formula items: the change flows down to retrieval_scores.
+            server.world = snapshot_world(records[INITIAL:], CHANGED, into=server.world)
+            launch_job(base, "observe_wikidata")
+            watch.until(
+                lambda: watch.latest(dg.AssetKey("retrieval_scores")) > first_scores,
+                "the new items to reach retrieval_scores",
+            )
+            assert watch.probe().startswith(f"sparql-{INITIAL + NEW}-")
+            assert pq.read_table(run.lake / "wikidata_formulae.parquet").num_rows == INITIAL + NEW
+            slots = instance.event_log_storage.get_concurrency_info("training").slot_count
+            assert 1 <= training_overlap(instance) <= slots
+    assert processes_of(env["DAGSTER_HOME"]) == []  # nothing of it outlived the test
