@@ -13,11 +13,9 @@ Dagster offers this only through private modules; they are used here and nowhere
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from pathlib import Path
 
 import dagster as dg
 from dagster._core.definitions.events import AssetKeyPartitionKey
@@ -34,6 +32,7 @@ from dagster._core.storage.tags import (
 
 from formula_assets.cli.runs import REFRESH_TAG, Job
 from formula_assets.cli.stale import Target
+from formula_assets.core.lake import pid_alive
 
 RUNNING = {
     dg.DagsterRunStatus.STARTING,
@@ -87,21 +86,6 @@ def daemon_alive(instance: dg.DagsterInstance, now: float) -> bool:
     return any(now - beat.timestamp < DAEMON_HEARTBEAT_S for beat in beats)
 
 
-def process_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:  # a killed child its parent has not reaped yet is a zombie: gone all the same
-        status = Path(f"/proc/{pid}/status").read_text()
-    except OSError:
-        return True  # no /proc here: the signal answered
-    state = next((x for x in status.splitlines() if x.startswith("State:")), "")
-    return "zombie" not in state
-
-
 def run_process_gone(instance: dg.DagsterInstance, run_id: str) -> bool:
     """A started run whose process (the one that began it) no longer exists on this machine."""
     if not isinstance(instance.run_storage, SqliteRunStorage):
@@ -110,7 +94,7 @@ def run_process_gone(instance: dg.DagsterInstance, run_id: str) -> bool:
         run_id, of_type=DagsterEventType.RUN_START, limit=1
     ).records
     event = records[0].event_log_entry.dagster_event if records else None
-    return event is not None and event.pid is not None and not process_alive(event.pid)
+    return event is not None and event.pid is not None and not pid_alive(event.pid)
 
 
 def _moving(instance: dg.DagsterInstance, record, now: float, daemon: bool) -> bool:

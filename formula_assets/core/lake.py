@@ -24,6 +24,7 @@ import socket
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import IO
 
 import pyarrow as pa
@@ -67,13 +68,19 @@ def temporary_sibling(path: UPath) -> UPath:
 
 
 def pid_alive(pid: int) -> bool:
+    """Whether a process exists on this machine (a zombie, killed but not yet reaped, does not)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
         return True
-    return True
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return True  # no /proc here: the signal answered
+    state = next((x for x in status.splitlines() if x.startswith("State:")), "")
+    return "zombie" not in state
 
 
 def sweep_orphans(path: UPath) -> list[str]:
