@@ -39,6 +39,26 @@ VARIANTS: dict[str, dict] = {  # relative to the settings `base` had: all off, 2
         "token_dropout": 0.1,
         "layers": 3,
     },
+    "text+formula": {"token_text": True, "formula_text": True},
+    "text+formula+unk": {"token_text": True, "formula_text": True, "token_dropout": 0.1},
+    "text+formula+unk, dropout 0.3": {
+        "token_text": True,
+        "formula_text": True,
+        "token_dropout": 0.1,
+        "dropout": 0.3,
+    },
+    "text+formula+unk, hidden 512": {
+        "token_text": True,
+        "formula_text": True,
+        "token_dropout": 0.1,
+        "hidden": 512,
+    },
+    "text+formula+unk, batch 512": {
+        "token_text": True,
+        "formula_text": True,
+        "token_dropout": 0.1,
+        "batch_size": 512,
+    },
 }
 
 

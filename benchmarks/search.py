@@ -21,7 +21,7 @@ from upath import UPath
 from benchmarks.common import print_table, write_result
 from formula_assets.core import lake, settings
 from formula_assets.core.protocol import DIRECTIONS
-from formula_assets.search.index import index_summary
+from formula_assets.search.layout import index_summary
 
 ROOT = Path(__file__).resolve().parent.parent
 CLI = Path(sys.executable).parent / "formula-assets"

@@ -23,6 +23,28 @@ telemetry:
   enabled: false
 """
 
+# What it wrote before the run queue was polled every second: replaced too.
+PREVIOUS_INSTANCE_YAML = """\
+# The formula_assets Dagster instance (runs, materializations, schedules), shared by the
+# automation sensor, the UI and `formula-assets refresh`.
+telemetry:
+  enabled: false
+
+concurrency:
+  pools:
+    # fold_models trains in the `training` pool, one torch thread per model: at most this
+    # many train at once, whoever launched them (written from this machine: {cpus} CPU
+    # core(s), {memory_gib:.0f} GiB). Runs beyond it wait in the run queue (no process, no
+    # memory); steps of an in-process run (`formula-assets refresh`) wait for a slot.
+    default_limit: {slots}
+    granularity: op
+
+# Pool slots held by runs that ended without giving them back (a killed process) are freed.
+run_monitoring:
+  enabled: true
+  free_slots_after_run_end_seconds: 30
+"""
+
 INSTANCE_YAML = """\
 # The formula_assets Dagster instance (runs, materializations, schedules), shared by the
 # automation sensor, the UI and `formula-assets refresh`.
@@ -37,6 +59,11 @@ concurrency:
     # memory); steps of an in-process run (`formula-assets refresh`) wait for a slot.
     default_limit: {slots}
     granularity: op
+
+# Queued runs (the sensor's, the UI's) are looked at every second, not every 5 s: on one
+# machine the queue is short, and a change flowing down level by level waits at each level.
+run_queue:
+  dequeue_interval_seconds: 1
 
 # Pool slots held by runs that ended without giving them back (a killed process) are freed.
 run_monitoring:
@@ -76,8 +103,8 @@ def training_slots(cpus: int | None = None, memory: int | None = None) -> int:
     return max(1, slots)
 
 
-def instance_yaml() -> str:
-    return INSTANCE_YAML.format(
+def instance_yaml(template: str = INSTANCE_YAML) -> str:
+    return template.format(
         slots=training_slots(), cpus=cpu_count(), memory_gib=memory_bytes() / 2**30
     )
 
@@ -85,11 +112,12 @@ def instance_yaml() -> str:
 def ensure_dagster_home(home: Path | None = None) -> Path:
     """Create the instance folder (telemetry off, training pool limited, onboarding prompt
     marked seen) and point DAGSTER_HOME at it. A `dagster.yaml` of one's own is never
-    overwritten; the unlimited one earlier versions wrote is replaced."""
+    overwritten; the ones earlier versions wrote (unlimited, or a slower queue) are replaced."""
     home = (home or settings.dagster_home()).resolve()
     home.mkdir(parents=True, exist_ok=True)
     config = home / "dagster.yaml"
-    if not config.exists() or config.read_text(encoding="utf-8") == LEGACY_INSTANCE_YAML:
+    generated = (LEGACY_INSTANCE_YAML, instance_yaml(PREVIOUS_INSTANCE_YAML))
+    if not config.exists() or config.read_text(encoding="utf-8") in generated:
         config.write_text(instance_yaml(), encoding="utf-8")
     nux = home / NUX_SEEN
     if not nux.exists():

@@ -22,12 +22,13 @@ import os
 import re
 import socket
 import uuid
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from upath import UPath
 
@@ -124,9 +125,16 @@ def atomic_file(path: UPath) -> Iterator[IO[bytes]]:
         raise
 
 
+# A table whose schema metadata holds this key (a decimal row count) is written in row groups
+# of that many rows, so a reader that wants one block (one fold of the search index) can skip
+# the others by their statistics.
+ROW_GROUP_ROWS_KEY = b"formula_assets.row_group_rows"
+
+
 def write_parquet_atomic(table: pa.Table, path: UPath) -> None:
+    rows = (table.schema.metadata or {}).get(ROW_GROUP_ROWS_KEY)
     with atomic_file(path) as fh:
-        pq.write_table(table, fh, compression="zstd")
+        pq.write_table(table, fh, compression="zstd", row_group_size=int(rows) if rows else None)
 
 
 def write_bytes_atomic(data: bytes, path: UPath) -> None:
@@ -135,10 +143,52 @@ def write_bytes_atomic(data: bytes, path: UPath) -> None:
         fh.write(data)
 
 
-def read_parquet(path: UPath) -> pa.Table:
-    """A whole table. From an object store in one GET: ranged reads could span two versions
-    of an object that is replaced meanwhile."""
+def read_parquet(
+    path: UPath,
+    columns: Sequence[str] | None = None,
+    where: Mapping[str, Collection[object]] | None = None,
+) -> pa.Table:
+    """A table, or some of it: the named `columns`, and with `where` only the rows whose
+    value in each named column is one of the given ones (row groups whose statistics rule
+    them out are not read). From an object store in one GET: ranged reads could span two
+    versions of an object that is replaced meanwhile. Read through `ParquetFile`, which
+    does not import pyarrow's dataset layer (and pandas with it): a search from a cold
+    process reads tables too."""
     if not is_local(path):
-        return pq.read_table(pa.BufferReader(path.fs.cat_file(path.path)))
+        return _read(pa.BufferReader(path.fs.cat_file(path.path)), columns, where)
     with path.open("rb") as fh:
-        return pq.read_table(fh)
+        return _read(fh, columns, where)
+
+
+def read_parquet_schema(path: UPath) -> pa.Schema:
+    """The Arrow schema with its metadata, from the file's footer."""
+    with path.open("rb") as fh:
+        return pq.ParquetFile(fh).schema_arrow
+
+
+def _read(
+    source, columns: Sequence[str] | None, where: Mapping[str, Collection[object]] | None
+) -> pa.Table:
+    file = pq.ParquetFile(source)
+    if not where:
+        return file.read(columns=columns)
+    wanted = None if columns is None else [*columns, *(c for c in where if c not in columns)]
+    groups = [i for i in range(file.num_row_groups) if _may_hold(file.metadata.row_group(i), where)]
+    table = file.read_row_groups(groups, columns=wanted)
+    for column, values in where.items():
+        allowed = pa.array(list(values), type=table.schema.field(column).type)
+        table = table.filter(pc.is_in(table.column(column), value_set=allowed))
+    return table if columns is None else table.select(list(columns))
+
+
+def _may_hold(group: pq.RowGroupMetaData, where: Mapping[str, Collection[object]]) -> bool:
+    """False only when a column's min/max statistics exclude every wanted value."""
+    for i in range(group.num_columns):
+        chunk = group.column(i)
+        values = where.get(chunk.path_in_schema)
+        stats = chunk.statistics
+        if values is None or stats is None or not stats.has_min_max:
+            continue
+        if not any(stats.min <= v <= stats.max for v in values):
+            return False
+    return True

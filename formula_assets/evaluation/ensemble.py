@@ -8,10 +8,11 @@ mean MRR over both directions on the given (validation) scorers; ties keep the f
 from __future__ import annotations
 
 import itertools
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from formula_assets.core.protocol import ENSEMBLE_MEMBERS
 from formula_assets.evaluation.ranking import MatrixScorer, Scorer, WeightedScorer, gold_ranks
 
 WEIGHT_STEP = 0.1
@@ -74,3 +75,8 @@ def choose_weights(
 
 def _as_scorer(member: Scorer | np.ndarray) -> Scorer:
     return MatrixScorer(member) if isinstance(member, np.ndarray) else member
+
+
+def ensemble_scorer(weights: Mapping[str, float], members: Mapping[str, Scorer]) -> Scorer:
+    """Σ weight × member score, the members named by `ENSEMBLE_MEMBERS`."""
+    return WeightedScorer([(weights[m], members[m]) for m in ENSEMBLE_MEMBERS])

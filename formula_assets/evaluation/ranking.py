@@ -16,11 +16,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
-from scipy import sparse
-from scipy.special import digamma
+
+if TYPE_CHECKING:
+    from scipy import sparse
 
 KS = (1, 5, 10)
 CHUNK = 1024
@@ -48,6 +49,8 @@ class GoldRanks:
 
 def harmonic(n: np.ndarray) -> np.ndarray:
     """H(n) for non-negative reals, H(0) = 0."""
+    from scipy.special import digamma  # here: a search from a cold process never ranks ties
+
     return digamma(n + 1) - digamma(1)
 
 

@@ -25,13 +25,12 @@ from formula_assets.core.protocol import (
     TRAINED,
 )
 from formula_assets.evaluation.bm25 import bm25_scorer
-from formula_assets.evaluation.ensemble import choose_weights
+from formula_assets.evaluation.ensemble import choose_weights, ensemble_scorer
 from formula_assets.evaluation.inputs import EvaluationInputs
 from formula_assets.evaluation.ranking import (
     CosineScorer,
     GoldRanks,
     Scorer,
-    WeightedScorer,
     gold_ranks,
 )
 
@@ -126,11 +125,6 @@ def fold_ensemble_weights(
         [selection[(m, DIRECTIONS[1])] for m in ENSEMBLE_MEMBERS],
     )
     return dict(zip(ENSEMBLE_MEMBERS, weights, strict=True))
-
-
-def ensemble_scorer(weights: Mapping[str, float], members: Mapping[str, Scorer]) -> Scorer:
-    """Σ weight × member score, the members named by `ENSEMBLE_MEMBERS`."""
-    return WeightedScorer([(weights[m], members[m]) for m in ENSEMBLE_MEMBERS])
 
 
 def evaluate(

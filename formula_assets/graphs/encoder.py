@@ -1,7 +1,11 @@
 """The paper's GINE graph encoder over OPT graphs (§3.1).
 
 h_i⁽⁰⁾ = emb_label(token_i) + emb_type(type_i); e_ij = emb_role(role_ij) + emb_pos(pos_ij);
-two GINE layers; global mean pooling; a linear projection W_proj.
+two GINE layers; global mean pooling; a linear projection W_proj. Optional inputs (profile
+settings, each measured in the README's research record): the sentence vector of each node's
+token text, and a formula context — the sentence vector of the whole linearised OPT, projected
+and added to every node's initial state, so message passing starts from what the formula says
+as a whole as well as from its symbols.
 
 The GINE layer (Hu et al., 2020) is written here in plain torch: it is a dozen lines, and
 PyTorch Geometric's import (which pulls in `torch._dynamo`) cost several seconds in every
@@ -24,8 +28,10 @@ def to_tensors(
     arrays: GraphArrays,
     device: torch.device | str = "cpu",
     text_table: np.ndarray | None = None,
+    formula_vectors: np.ndarray | None = None,
 ) -> dict[str, torch.Tensor]:
-    """Tensors of a batch; with `text_table`, every node's token-text vector as `text`."""
+    """Tensors of a batch; with `text_table`, every node's token-text vector as `text`; with
+    `formula_vectors` (one row per graph), the formula context as `formula`."""
 
     def tensor(values: np.ndarray) -> torch.Tensor:
         return torch.from_numpy(np.ascontiguousarray(values)).to(device)
@@ -44,6 +50,12 @@ def to_tensors(
         if arrays.text_tokens is None:
             raise ValueError("a text table needs arrays built with a text vocabulary")
         batch["text"] = tensor(text_table[arrays.text_tokens].astype(np.float32, copy=False))
+    if formula_vectors is not None:
+        if len(formula_vectors) != arrays.num_graphs:
+            raise ValueError(
+                f"{len(formula_vectors)} formula vectors for {arrays.num_graphs} graphs"
+            )
+        batch["formula"] = tensor(formula_vectors.astype(np.float32, copy=False))
     return batch
 
 
@@ -80,6 +92,7 @@ class GineEncoder(nn.Module):
         text_dim: int = 0,
         readout: str = "mean",
         token_dropout: float = 0.0,
+        formula_dim: int = 0,
     ) -> None:
         super().__init__()
         if readout not in READOUTS:
@@ -88,6 +101,7 @@ class GineEncoder(nn.Module):
         self.token_dropout = token_dropout
         self.token = nn.Embedding(vocabulary_size, hidden, padding_idx=0)
         self.text = nn.Linear(text_dim, hidden) if text_dim else None
+        self.formula = nn.Linear(formula_dim, hidden) if formula_dim else None
         self.node_type = nn.Embedding(NUM_NODE_TYPES, hidden)
         self.role = nn.Embedding(NUM_EDGE_ROLES, hidden)
         self.position = nn.Embedding(MAX_POSITION + 1, hidden)
@@ -115,6 +129,11 @@ class GineEncoder(nn.Module):
         h = self.token(self._tokens(batch["tokens"])) + self.node_type(batch["types"])
         if self.text is not None:
             h = h + self.text(batch["text"])
+        if self.formula is not None:
+            if "formula" not in batch:
+                raise ValueError("this encoder reads a formula context: pass formula_vectors")
+            context = self.formula(nn.functional.normalize(batch["formula"], dim=-1))
+            h = h + context[batch["batch"]]
         e = self.role(batch["edge_role"]) + self.position(batch["edge_position"])
         for conv, norm in zip(self.convs, self.norms, strict=True):
             h = h + self.dropout(torch.relu(norm(conv(h, batch["edge_index"], e))))

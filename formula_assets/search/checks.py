@@ -7,7 +7,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from formula_assets.core.checks import Outcome
-from formula_assets.search.index import INDEXED, index_summary
+from formula_assets.search.layout import INDEXED, index_summary
 
 
 def index_complete(table: pa.Table) -> Outcome:

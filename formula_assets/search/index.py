@@ -17,26 +17,18 @@ from typing import Protocol
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
+from formula_assets.core.arrow import vectors
+from formula_assets.core.lake import ROW_GROUP_ROWS_KEY
 from formula_assets.core.protocol import DIRECTIONS, ENSEMBLE, ENSEMBLE_MEMBERS, TRAINED
+from formula_assets.evaluation.ensemble import ensemble_scorer
 from formula_assets.evaluation.ranking import CosineScorer, Scorer, gold_ranks
-from formula_assets.evaluation.table2 import SplitVectors, ensemble_scorer, fold_ensemble_weights
-
-INDEXED = (*TRAINED, "sbert_no_cl")
-SEARCH_METHODS = (ENSEMBLE, *INDEXED)
-HELD_OUT = "test"
-METADATA_KEY = b"formula_assets.search_index"
-
-INDEX_SCHEMA = pa.schema(
-    [
-        ("fold", pa.int8()),
-        ("method", pa.string()),
-        ("qid", pa.string()),
-        ("split", pa.string()),
-        ("structural", pa.list_(pa.float32())),
-        ("semantic", pa.list_(pa.float32())),
-    ]
+from formula_assets.evaluation.table2 import SplitVectors, fold_ensemble_weights
+from formula_assets.search.layout import (
+    HELD_OUT,
+    INDEX_SCHEMA,
+    METADATA_KEY,
+    SEARCH_METHODS,
 )
 
 
@@ -111,7 +103,10 @@ def build_search_index(
         items=items,
         embedding_model=embedding_model,
     )
-    table = table.replace_schema_metadata({METADATA_KEY: json.dumps(summary.to_json())})
+    metadata = {METADATA_KEY: json.dumps(summary.to_json())}
+    if items:  # one row group per fold × method: a search reads its fold's only
+        metadata[ROW_GROUP_ROWS_KEY] = str(items)
+    table = table.replace_schema_metadata(metadata)
     return table, summary
 
 
@@ -134,8 +129,8 @@ def _fold_vectors(
             raise ValueError(f"{method} fold {model.fold}: other formulae or splits than its peers")
         width = table.schema.field("structural").type.list_size
         spaces[method] = (
-            _matrix(table.column("structural"), width),
-            _matrix(table.column("semantic"), width),
+            vectors(table.column("structural"), width),
+            vectors(table.column("semantic"), width),
         )
     qids, splits = reference or ([], [])
     spaces["sbert_no_cl"] = (
@@ -186,11 +181,6 @@ def _mean_over_folds(
     }
 
 
-def _matrix(column: pa.ChunkedArray | pa.Array, width: int) -> np.ndarray:
-    flat = pc.list_flatten(column).to_numpy(zero_copy_only=False)
-    return np.asarray(flat, dtype=np.float32).reshape(-1, width)
-
-
 def _rows(
     fold: int,
     method: str,
@@ -217,46 +207,3 @@ def _list_column(matrix: np.ndarray) -> pa.Array:
     matrix = np.ascontiguousarray(matrix, dtype=np.float32)
     offsets = pa.array(np.arange(len(matrix) + 1, dtype=np.int32) * matrix.shape[1])
     return pa.ListArray.from_arrays(offsets, pa.array(matrix.reshape(-1)))
-
-
-@dataclass
-class ServingVectors:
-    """One fold's candidates: per method the (structural, semantic) matrices, in `qids` order."""
-
-    fold: int
-    qids: list[str]
-    splits: list[str]
-    spaces: dict[str, tuple[np.ndarray, np.ndarray]]
-    summary: dict
-
-    @property
-    def weights(self) -> dict[str, float]:
-        return self.summary["ensemble_weights"][str(self.fold)]
-
-
-def index_summary(table_or_schema: pa.Table | pa.Schema) -> dict:
-    schema = table_or_schema.schema if isinstance(table_or_schema, pa.Table) else table_or_schema
-    metadata = schema.metadata
-    return json.loads((metadata or {}).get(METADATA_KEY, b"{}"))
-
-
-def serving_vectors(table: pa.Table, fold: int) -> ServingVectors:
-    """The rows of one fold, as matrices per method (all methods share one qid order)."""
-    summary = index_summary(table)
-    rows = table.filter(pc.equal(table.column("fold"), fold))
-    if not rows.num_rows:
-        raise ValueError(f"the search index has no fold {fold}")
-    spaces: dict[str, tuple[np.ndarray, np.ndarray]] = {}
-    qids: list[str] | None = None
-    splits: list[str] = []
-    for method in INDEXED:
-        part = rows.filter(pc.equal(rows.column("method"), method))
-        structural = part.column("structural")
-        width = len(structural[0]) if part.num_rows else 0
-        spaces[method] = (
-            _matrix(structural, width),
-            _matrix(part.column("semantic"), len(part.column("semantic")[0])),
-        )
-        if qids is None:
-            qids, splits = part.column("qid").to_pylist(), part.column("split").to_pylist()
-    return ServingVectors(fold, qids or [], splits, spaces, summary)

@@ -23,11 +23,11 @@ import pyarrow as pa
 from upath import UPath
 
 from formula_assets.core import lake
-from formula_assets.core.protocol import ENSEMBLE
+from formula_assets.core.protocol import ENSEMBLE, ENSEMBLE_MEMBERS
+from formula_assets.evaluation.ensemble import ensemble_scorer
 from formula_assets.evaluation.ranking import CosineScorer
-from formula_assets.evaluation.table2 import ensemble_scorer
 from formula_assets.graphs.vocabulary import TokenVocabulary
-from formula_assets.search.index import HELD_OUT, SEARCH_METHODS, index_summary, serving_vectors
+from formula_assets.search.layout import HELD_OUT, SEARCH_METHODS, index_summary, serving_vectors
 from formula_assets.syntax.mathml import MathMLError, parse_mathml
 from formula_assets.syntax.opt import build_opt_graphs, flatten
 
@@ -66,13 +66,18 @@ def latex_to_mathml(tex: str) -> str:
         raise SearchError(f"the LaTeX did not convert to MathML ({reason}): {tex!r}") from None
 
 
-def _read(root: UPath, name: str) -> pa.Table:
+def _path(root: UPath, name: str) -> UPath:
     path = root / f"{name}.parquet"
     if not path.exists():
         raise SearchError(
             f"{name} is not materialized in {root}; run `make run` (formula-assets refresh) first"
         )
-    return lake.read_parquet(path)
+    return path
+
+
+def _read(root: UPath, name: str, columns: list[str] | None = None, **where) -> pa.Table:
+    """The columns (and rows, `column=values`) a query needs: a cold search reads little."""
+    return lake.read_parquet(_path(root, name), columns, where or None)
 
 
 class Searcher:
@@ -80,27 +85,44 @@ class Searcher:
         self.root = root
         if method is not None and method not in METHODS:
             raise SearchError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
-        index = _read(root, "search_index")
-        formulae = _read(root, "wikidata_formulae")
-        self.items = {r["qid"]: r for r in formulae.to_pylist()}
-        graphs = _read(root, "opt_graphs")
-        self.linearised = dict(
-            zip(graphs["qid"].to_pylist(), graphs["linearised_opt"].to_pylist(), strict=True)
-        )
+        summary = index_summary(lake.read_parquet_schema(_path(root, "search_index")))
         self.method = method or self._best_method()
-        folds = sorted(set(index.column("fold").to_pylist()))
+        folds = sorted(int(f) for f in summary.get("validation_mrr", {}))
         if fold is not None and fold not in folds:
             raise SearchError(f"the search index has no fold {fold}; it has {folds}")
         try:
-            chosen = fold if fold is not None else index_summary(index)["serving_fold"]
+            chosen = fold if fold is not None else summary["serving_fold"]
+            members = list(ENSEMBLE_MEMBERS) if self.method == ENSEMBLE else [self.method]
+            index = _read(root, "search_index", fold=[chosen], method=members)
             self.index = serving_vectors(index, chosen)
         except (KeyError, ValueError) as exc:
             raise SearchError(f"the search index is unusable ({exc}); run `make run`") from None
         self.fold = self.index.fold
         self.weights = self.index.weights if self.method == ENSEMBLE else {self.method: 1.0}
+        self._items: dict[str, dict] | None = None
+        self._linearised: dict[str, str] | None = None
         self.model_name = self.index.summary.get("embedding_model")
         self._models: dict[str, dict[str, Any]] = {}
         self._embedder: Callable[[str], np.ndarray] | None = None
+
+    @property
+    def items(self) -> dict[str, dict]:
+        """qid → label, description, concepts and LaTeX, read when hits are written."""
+        if self._items is None:
+            columns = ["qid", "label", "description", "concepts", "tex"]
+            rows = _read(self.root, "wikidata_formulae", columns).to_pylist()
+            self._items = {r["qid"]: r for r in rows}
+        return self._items
+
+    @property
+    def linearised(self) -> dict[str, str]:
+        """qid → linearised OPT, shown for an item without LaTeX."""
+        if self._linearised is None:
+            graphs = _read(self.root, "opt_graphs", ["qid", "linearised_opt"])
+            self._linearised = dict(
+                zip(graphs["qid"].to_pylist(), graphs["linearised_opt"].to_pylist(), strict=True)
+            )
+        return self._linearised
 
     # -- choosing --------------------------------------------------------------------------
 
@@ -171,7 +193,11 @@ class Searcher:
                 config = model["trained"].config
                 vocabulary = TokenVocabulary.from_tokens(config["vocabulary"])
                 texts = self._token_texts(graphs) if config.get("token_text_dim") else None
-                batch = GraphInputs(graphs, vocabulary, "cpu", texts).batch(np.array([0]))
+                context = (
+                    self._sentence(linearised)[None, :] if config.get("formula_text_dim") else None
+                )
+                inputs = GraphInputs(graphs, vocabulary, "cpu", texts, context)
+                batch = inputs.batch(np.array([0]))
                 query = model["module"].encode_structural(batch)[0].numpy()
             else:
                 x = torch.from_numpy(self._sentence(linearised)[None, :])

@@ -123,15 +123,19 @@ class GraphInputs:
         vocabulary: TokenVocabulary,
         device: str,
         token_texts: TokenTexts | None = None,
+        formula_vectors: np.ndarray | None = None,
     ) -> None:
+        """`formula_vectors`: row-aligned with `graphs`, the formula context of each."""
         text_vocabulary, self.text_table = (
             token_texts.lookup() if token_texts is not None else (None, None)
         )
         self.arrays = graph_arrays(graphs, vocabulary, text_vocabulary)
+        self.formula_vectors = formula_vectors
         self.device = device
 
     def batch(self, rows: np.ndarray) -> dict[str, torch.Tensor]:
-        return to_tensors(self.arrays.select(rows), self.device, self.text_table)
+        formula = None if self.formula_vectors is None else self.formula_vectors[rows]
+        return to_tensors(self.arrays.select(rows), self.device, self.text_table, formula)
 
 
 def default_device() -> str:
@@ -152,6 +156,7 @@ def build_model(config: dict[str, Any]) -> torch.nn.Module:
             text_dim=config.get("token_text_dim", 0),
             readout=settings.get("readout", "mean"),
             token_dropout=settings.get("token_dropout", 0.0),
+            formula_dim=config.get("formula_text_dim", 0),
         )
     if config["method"] == "sbert_dual_cl":
         return DualEncoder(
@@ -216,7 +221,11 @@ def train_fold(
                 raise ValueError("the profile uses token texts: pass opt_token_embeddings")
             token_texts = data.token_texts
             config["token_text_dim"] = int(token_texts.vectors.shape[1])
-        structural = GraphInputs(data.graphs, vocabulary, device, token_texts)
+        formula_vectors = None
+        if settings.formula_text:
+            formula_vectors = data.opt_text
+            config["formula_text_dim"] = int(data.opt_text.shape[1])
+        structural = GraphInputs(data.graphs, vocabulary, device, token_texts, formula_vectors)
     else:
         structural = MatrixInputs(torch.from_numpy(data.opt_text.copy()).to(device))
     model = build_model(config).to(device)

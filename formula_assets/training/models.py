@@ -77,6 +77,7 @@ class GraphTextModel(nn.Module):
         text_dim: int = 0,
         readout: str = "mean",
         token_dropout: float = 0.0,
+        formula_dim: int = 0,
     ) -> None:
         super().__init__()
         self.graph = GineEncoder(
@@ -88,6 +89,7 @@ class GraphTextModel(nn.Module):
             text_dim=text_dim,
             readout=readout,
             token_dropout=token_dropout,
+            formula_dim=formula_dim,
         )
         self.view_dropout = nn.Dropout(dropout)
         self.semantic = ProjectionHead(semantic_dim, hidden, out_dim, dropout)

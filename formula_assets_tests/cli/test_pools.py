@@ -46,17 +46,24 @@ def test_training_slots_follow_cores_and_memory() -> None:
     assert home.training_slots(cpus=8, memory=0) == 8  # memory unknown
 
 
-def test_home_replaces_only_the_old_unlimited_file(
+def test_home_replaces_only_the_files_it_wrote_before(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("DAGSTER_HOME", str(tmp_path))  # `ensure_dagster_home` points it away
-    old, own = tmp_path / "old", tmp_path / "own"
-    for folder, text in ((old, home.LEGACY_INSTANCE_YAML), (own, "telemetry: {enabled: false}\n")):
+    old, previous, own = tmp_path / "old", tmp_path / "previous", tmp_path / "own"
+    for folder, text in (
+        (old, home.LEGACY_INSTANCE_YAML),
+        (previous, home.instance_yaml(home.PREVIOUS_INSTANCE_YAML)),
+        (own, "telemetry: {enabled: false}\n"),
+    ):
         folder.mkdir()
         (folder / "dagster.yaml").write_text(text)
-    home.ensure_dagster_home(old)
-    home.ensure_dagster_home(own)
-    assert f"default_limit: {home.training_slots()}" in (old / "dagster.yaml").read_text()
+        home.ensure_dagster_home(folder)
+    for folder in (old, previous):
+        assert (folder / "dagster.yaml").read_text() == home.instance_yaml()
+        with dg.DagsterInstance.from_config(str(folder)) as instance:
+            assert instance.global_op_concurrency_default_limit == home.training_slots()
+            assert instance.run_coordinator.dequeue_interval_seconds == 1
     assert (own / "dagster.yaml").read_text() == "telemetry: {enabled: false}\n"
     with dg.DagsterInstance.from_config(str(own)) as instance:
         warning = ensure_training_pool(instance)

@@ -209,3 +209,58 @@ def test_object_store_tables_are_read_in_one_get(monkeypatch: pytest.MonkeyPatch
 
     monkeypatch.setattr(type(target), "open", no_ranged_reads)
     assert lake.read_parquet(target)["value"].to_pylist() == [1.0] * 3
+
+
+def blocks(rows_per_group: int | None) -> pa.Table:
+    """Four blocks of three rows, (fold, method) ordered as the search index is."""
+    keys = [(fold, method) for fold in (1, 2) for method in ("a", "b")]
+    data = pa.table(
+        {
+            "fold": pa.array([f for f, _ in keys for _ in range(3)], pa.int8()),
+            "method": [m for _, m in keys for _ in range(3)],
+            "value": [float(i) for i in range(12)],
+        }
+    )
+    if rows_per_group is None:
+        return data
+    return data.replace_schema_metadata({lake.ROW_GROUP_ROWS_KEY: str(rows_per_group)})
+
+
+@pytest.mark.parametrize("where", ["local", "memory"])
+def test_a_reader_gets_the_rows_and_columns_it_names(tmp_path: Path, where: str) -> None:
+    root = UPath(tmp_path) if where == "local" else UPath(f"memory://lake-{uuid.uuid4().hex}")
+    target = root / "index.parquet"
+    lake.write_parquet_atomic(blocks(3), target)
+    assert lake.read_parquet(target).equals(blocks(3))  # whole, schema metadata included
+    part = lake.read_parquet(target, ["value"], {"fold": [2], "method": ["a", "b"]})
+    assert part.column_names == ["value"]
+    assert part["value"].to_pylist() == [6.0, 7.0, 8.0, 9.0, 10.0, 11.0]
+    assert lake.read_parquet(target, where={"fold": [3]}).num_rows == 0
+    one = lake.read_parquet(target, where={"method": ["b"], "fold": [1]})
+    assert one.column_names == ["fold", "method", "value"]
+    assert one["value"].to_pylist() == [3.0, 4.0, 5.0]
+    schema = lake.read_parquet_schema(target) if where == "local" else None
+    assert schema is None or schema.metadata[lake.ROW_GROUP_ROWS_KEY] == b"3"
+
+
+def test_row_groups_follow_the_table_and_a_read_skips_the_others(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import pyarrow.parquet as pq
+
+    grouped, whole = UPath(tmp_path / "grouped.parquet"), UPath(tmp_path / "whole.parquet")
+    lake.write_parquet_atomic(blocks(3), grouped)
+    lake.write_parquet_atomic(blocks(None), whole)
+    assert pq.ParquetFile(str(grouped)).num_row_groups == 4
+    assert pq.ParquetFile(str(whole)).num_row_groups == 1
+    read: list[list[int]] = []
+    original = pq.ParquetFile.read_row_groups
+
+    def recording(self, row_groups, *args, **kwargs):
+        read.append(list(row_groups))
+        return original(self, row_groups, *args, **kwargs)
+
+    monkeypatch.setattr(pq.ParquetFile, "read_row_groups", recording)
+    values = lake.read_parquet(grouped, ["value"], {"fold": [2], "method": ["b"]})
+    assert values["value"].to_pylist() == [9.0, 10.0, 11.0]
+    assert read == [[3]]

@@ -26,7 +26,11 @@ def inputs(small_corpus):
 @pytest.fixture(scope="module")
 def models(small_corpus):
     data = alignment_data(
-        small_corpus.folds, small_corpus.graphs, small_corpus.semantic, small_corpus.opt_text
+        small_corpus.folds,
+        small_corpus.graphs,
+        small_corpus.semantic,
+        small_corpus.opt_text,
+        small_corpus.tokens,
     )
     return {(f, m): train_fold(m, f, data, PROFILE) for f in FOLDS for m in METHODS}
 

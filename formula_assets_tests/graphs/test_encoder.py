@@ -126,3 +126,25 @@ def test_mean_pool_averages_each_graph_and_gives_zeros_to_an_empty_one() -> None
     assert torch.equal(pooled[0], h[[0, 1, 5]].mean(0))
     assert torch.equal(pooled[1], torch.zeros(2))
     assert torch.equal(pooled[2], h[[2, 3, 4]].mean(0))
+
+
+def test_the_formula_context_reaches_every_node_of_its_own_graph_only(graphs: pa.Table) -> None:
+    vocabulary = TokenVocabulary.build(graphs["node_tokens"].to_pylist())
+    arrays = graph_arrays(graphs, vocabulary)
+    context = np.zeros((3, 5), dtype=np.float32)
+    context[:, 0] = 1.0
+    model = encoder(formula_dim=5)
+    assert model.formula is not None and model.formula.in_features == 5
+    changed = context.copy()
+    changed[1] = [0.0, 0.0, 3.0, 0.0, 0.0]
+    with torch.no_grad():
+        a = model.pool(to_tensors(arrays, "cpu", formula_vectors=context))
+        b = model.pool(to_tensors(arrays, "cpu", formula_vectors=changed))
+        scaled = model.pool(to_tensors(arrays, "cpu", formula_vectors=context * 7))
+    assert torch.allclose(a[[0, 2]], b[[0, 2]])  # other graphs untouched
+    assert not torch.allclose(a[1], b[1])
+    assert torch.allclose(a, scaled, atol=1e-6)  # the context is L2-normalised first
+    assert "formula" not in to_tensors(arrays, "cpu")
+    assert encoder().formula is None
+    with pytest.raises(ValueError, match="2 formula vectors for 3 graphs"):
+        to_tensors(arrays, "cpu", formula_vectors=context[:2])

@@ -14,14 +14,8 @@ from formula_assets.core.protocol import DIRECTIONS, ENSEMBLE, FOLDS, TRAINED
 from formula_assets.evaluation.inputs import evaluation_inputs
 from formula_assets.evaluation.table2 import evaluate
 from formula_assets.search.checks import index_complete
-from formula_assets.search.index import (
-    INDEXED,
-    build_search_index,
-    held_out_quality,
-    index_summary,
-    serving_fold,
-    serving_vectors,
-)
+from formula_assets.search.index import build_search_index, held_out_quality, serving_fold
+from formula_assets.search.layout import INDEXED, index_summary, serving_vectors
 from formula_assets.training.artifacts import embeddings_table
 from formula_assets.training.methods import alignment_data, train_fold
 
@@ -39,7 +33,7 @@ def frozen(small_corpus):
 @pytest.fixture(scope="module")
 def models(small_corpus):
     c = small_corpus
-    data = alignment_data(c.folds, c.graphs, c.semantic, c.opt_text)
+    data = alignment_data(c.folds, c.graphs, c.semantic, c.opt_text, c.tokens)
     return {(f, m): train_fold(m, f, data, PROFILE) for f in FOLDS for m in TRAINED}
 
 

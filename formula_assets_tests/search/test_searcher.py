@@ -83,3 +83,44 @@ def test_latex_conversion() -> None:
     assert latex_to_mathml("x^2").startswith("<math")
     with pytest.raises(SearchError, match="did not convert"):
         latex_to_mathml("\\frac{")
+
+
+@pytest.mark.slow
+def test_a_query_loads_only_what_it_needs(materialized) -> None:
+    """A cold search reads one fold of the index and imports no Table 2, BM25, SciPy or
+    sentence-transformers code: what it skips is what keeps a query within seconds."""
+    import subprocess
+    import sys
+
+    run = materialized[0]
+    probe = (
+        "import sys\n"
+        "from upath import UPath\n"
+        "from formula_assets.search.searcher import Searcher\n"
+        f"s = Searcher(UPath({str(run.lake)!r}))\n"
+        "s.formula_to_concepts('<math><mi>F</mi><mo>=</mo><mi>m</mi><mi>a</mi></math>', 3)\n"
+        "s.text_to_formulae('kinetic energy', 3)\n"
+        "print(len(s.index.qids), s.fold, sorted(s.index.spaces))\n"
+        "heavy = ('scipy', 'rank_bm25', 'sentence_transformers', 'transformers', 'pandas')\n"
+        "print(sorted({m.split('.')[0] for m in sys.modules} & set(heavy)))\n"
+        "print(sorted(m for m in sys.modules if m.startswith('formula_assets.evaluation')))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe], env=run.env, capture_output=True, text=True, timeout=300
+    )
+    assert out.returncode == 0, out.stderr
+    items, _, methods = out.stdout.splitlines()[0].split(" ", 2)
+    assert methods == "['graph_text_cl', 'sbert_dual_cl', 'sbert_no_cl']"
+    heavy, evaluation = out.stdout.splitlines()[1:3]
+    assert heavy in ("[]", "['pandas']"), heavy  # pyarrow imports pandas on its own
+    loaded = ["", ".ensemble", ".ranking"]
+    assert evaluation == str([f"formula_assets.evaluation{m}" for m in loaded])
+    # one row group per fold × method, so that reading one fold skips the others
+    file = pq.ParquetFile(str(run.lake / "search_index.parquet"))
+    blocks = set()
+    for group in range(file.num_row_groups):
+        rows = file.read_row_group(group, columns=["fold", "method"])
+        assert rows.num_rows == int(items)
+        blocks.add(tuple(set(rows[c].to_pylist()).pop() for c in ("fold", "method")))
+        assert all(len(set(rows[c].to_pylist())) == 1 for c in ("fold", "method"))
+    assert len(blocks) == file.num_row_groups == 3 * len({f for f, _ in blocks})

@@ -23,13 +23,31 @@ PROFILE = dataclasses.replace(get_profile("smoke"), validation_fraction=0.2)
 @pytest.fixture(scope="module")
 def data(small_corpus):
     return alignment_data(
-        small_corpus.folds, small_corpus.graphs, small_corpus.semantic, small_corpus.opt_text
+        small_corpus.folds,
+        small_corpus.graphs,
+        small_corpus.semantic,
+        small_corpus.opt_text,
+        small_corpus.tokens,
     )
 
 
 @pytest.fixture(scope="module")
 def trained(data):
     return {method: train_fold(method, 1, data, PROFILE) for method in METHODS}
+
+
+def graph_inputs(data, config: dict, formula_vectors: np.ndarray | None = None) -> GraphInputs:
+    """The inputs a graph_text_cl config reads: token texts and formula contexts if it uses
+    them (`formula_vectors` replaces the formulae's own contexts)."""
+    if formula_vectors is None and config.get("formula_text_dim"):
+        formula_vectors = data.opt_text
+    return GraphInputs(
+        data.graphs,
+        TokenVocabulary.from_tokens(config["vocabulary"]),
+        "cpu",
+        data.token_texts if config.get("token_text_dim") else None,
+        formula_vectors,
+    )
 
 
 def roles(model) -> dict[str, str]:
@@ -134,9 +152,7 @@ def test_safetensors_round_trip_reproduces_the_model(
     rows = np.arange(len(data.qids))
     semantic = MatrixInputs(torch.from_numpy(data.semantic.copy()))
     if method == "graph_text_cl":
-        structural = GraphInputs(
-            data.graphs, TokenVocabulary.from_tokens(loaded.config["vocabulary"]), "cpu"
-        )
+        structural = graph_inputs(data, loaded.config)
     else:
         structural = MatrixInputs(torch.from_numpy(data.opt_text.copy()))
     zs, zm = encode(rebuilt, structural, semantic, rows)
@@ -181,3 +197,27 @@ def test_few_optimiser_steps_train_without_error(data, method: str, epochs: int,
     assert len(model.history) == epochs
     assert all(np.isfinite(h["loss"]) for h in model.history)
     assert 1 <= model.config["best_epoch"] <= epochs
+
+
+def test_a_formula_context_model_is_rebuilt_from_its_config(trained, data) -> None:
+    """With `formula_text` (the smoke profile has it, as the default does), each graph also
+    reads its linearised OPT's sentence vector: the config records its width, the stored
+    vectors depend on it, and a model that needs it refuses to run without it."""
+    model = trained["graph_text_cl"]
+    assert PROFILE.graph_text_cl.formula_text
+    assert model.config["formula_text_dim"] == data.opt_text.shape[1]
+    assert any(k.startswith("graph.formula.") for k in model.state)
+    rebuilt = build_model(model.config)
+    rebuilt.load_state_dict(model.state)
+    semantic = MatrixInputs(torch.from_numpy(data.semantic.copy()))
+    rows = np.arange(len(data.qids))
+    zs, _ = encode(rebuilt, graph_inputs(data, model.config), semantic, rows)
+    test_rows = [i for i, s in enumerate(model.embeddings["split"].to_pylist()) if s == "test"]
+    _, stored, _ = model.split_vectors("test")
+    assert np.allclose(zs[test_rows], stored, atol=1e-5)
+    shuffled = graph_inputs(data, model.config, data.opt_text[::-1].copy())
+    zs_shuffled, _ = encode(rebuilt, shuffled, semantic, rows)
+    assert not np.allclose(zs[test_rows], zs_shuffled[test_rows], atol=1e-3)
+    config = {**model.config, "formula_text_dim": 0}
+    with pytest.raises(ValueError, match="formula context"):
+        encode(rebuilt, graph_inputs(data, config), semantic, rows)

@@ -26,7 +26,7 @@ FOLD_MODEL_PARTITIONS = dg.MultiPartitionsDefinition(
 class TrainingConfig(dg.Config):
     profile: str | None = Field(
         default=None,
-        description="smoke | default | paper. Default: FORMULA_ASSETS_PROFILE, else default.",
+        description="smoke | default | large | paper; unset: FORMULA_ASSETS_PROFILE, else default",
     )
 
 

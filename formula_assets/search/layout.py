@@ -1,0 +1,78 @@
+"""The search index's table: its columns, its metadata and how one fold is read back.
+
+Shared by the builder (`search.index`, run by the `search_index` asset) and the searcher, which
+imports only this from the index side, so a query from a cold process loads no Table 2 code.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from formula_assets.core.arrow import vectors
+from formula_assets.core.protocol import ENSEMBLE, TRAINED
+
+INDEXED = (*TRAINED, "sbert_no_cl")
+SEARCH_METHODS = (ENSEMBLE, *INDEXED)
+HELD_OUT = "test"
+METADATA_KEY = b"formula_assets.search_index"
+
+INDEX_SCHEMA = pa.schema(
+    [
+        ("fold", pa.int8()),
+        ("method", pa.string()),
+        ("qid", pa.string()),
+        ("split", pa.string()),
+        ("structural", pa.list_(pa.float32())),
+        ("semantic", pa.list_(pa.float32())),
+    ]
+)
+
+
+@dataclass
+class ServingVectors:
+    """One fold's candidates: per method the (structural, semantic) matrices, in `qids` order."""
+
+    fold: int
+    qids: list[str]
+    splits: list[str]
+    spaces: dict[str, tuple[np.ndarray, np.ndarray]]
+    summary: dict
+
+    @property
+    def weights(self) -> dict[str, float]:
+        return self.summary["ensemble_weights"][str(self.fold)]
+
+
+def index_summary(table_or_schema: pa.Table | pa.Schema) -> dict:
+    schema = table_or_schema.schema if isinstance(table_or_schema, pa.Table) else table_or_schema
+    metadata = schema.metadata
+    return json.loads((metadata or {}).get(METADATA_KEY, b"{}"))
+
+
+def serving_vectors(table: pa.Table, fold: int) -> ServingVectors:
+    """The rows of one fold, as matrices per method it holds (all methods share one qid
+    order); the table may hold only some methods (a reader that needs no others)."""
+    summary = index_summary(table)
+    rows = table.filter(pc.equal(table.column("fold"), fold))
+    if not rows.num_rows:
+        raise ValueError(f"the search index has no fold {fold}")
+    spaces: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    qids: list[str] | None = None
+    splits: list[str] = []
+    for method in INDEXED:
+        part = rows.filter(pc.equal(rows.column("method"), method))
+        if not part.num_rows:
+            continue
+        structural = part.column("structural")
+        spaces[method] = (
+            vectors(structural, len(structural[0])),
+            vectors(part.column("semantic"), len(part.column("semantic")[0])),
+        )
+        if qids is None:
+            qids, splits = part.column("qid").to_pylist(), part.column("split").to_pylist()
+    return ServingVectors(fold, qids or [], splits, spaces, summary)
