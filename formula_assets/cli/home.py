@@ -23,28 +23,6 @@ telemetry:
   enabled: false
 """
 
-# What it wrote before the run queue was polled every second: replaced too.
-PREVIOUS_INSTANCE_YAML = """\
-# The formula_assets Dagster instance (runs, materializations, schedules), shared by the
-# automation sensor, the UI and `formula-assets refresh`.
-telemetry:
-  enabled: false
-
-concurrency:
-  pools:
-    # fold_models trains in the `training` pool, one torch thread per model: at most this
-    # many train at once, whoever launched them (written from this machine: {cpus} CPU
-    # core(s), {memory_gib:.0f} GiB). Runs beyond it wait in the run queue (no process, no
-    # memory); steps of an in-process run (`formula-assets refresh`) wait for a slot.
-    default_limit: {slots}
-    granularity: op
-
-# Pool slots held by runs that ended without giving them back (a killed process) are freed.
-run_monitoring:
-  enabled: true
-  free_slots_after_run_end_seconds: 30
-"""
-
 INSTANCE_YAML = """\
 # The formula_assets Dagster instance (runs, materializations, schedules), shared by the
 # automation sensor, the UI and `formula-assets refresh`.
@@ -59,18 +37,23 @@ concurrency:
     # memory); steps of an in-process run (`formula-assets refresh`) wait for a slot.
     default_limit: {slots}
     granularity: op
-
-# Queued runs (the sensor's, the UI's) are looked at every second, not every 5 s: on one
-# machine the queue is short, and a change flowing down level by level waits at each level.
-run_queue:
-  dequeue_interval_seconds: 1
-
+{run_queue}
 # Pool slots held by runs that ended without giving them back (a killed process) are freed.
 run_monitoring:
   enabled: true
   free_slots_after_run_end_seconds: 30
 """
 
+
+RUN_QUEUE = """
+# Queued runs (the sensor's, the UI's) are looked at every second, not every 5 s: on one
+# machine the queue is short, and a change flowing down level by level waits at each level.
+run_queue:
+  dequeue_interval_seconds: 1
+"""
+# What it wrote before the run queue was polled every second: replaced too.
+PREVIOUS_INSTANCE_YAML = INSTANCE_YAML.replace("{run_queue}", "")
+INSTANCE_YAML = INSTANCE_YAML.replace("{run_queue}", RUN_QUEUE)
 
 # Where Dagster records that the "join the community" prompt was shown for this instance; the
 # web UI otherwise opens with a modal over the asset graph on localhost.
