@@ -183,12 +183,12 @@ def _read(
 
 def _may_hold(group: pq.RowGroupMetaData, where: Mapping[str, Collection[object]]) -> bool:
     """False only when a column's min/max statistics exclude every wanted value."""
-    for i in range(group.num_columns):
-        chunk = group.column(i)
-        values = where.get(chunk.path_in_schema)
-        stats = chunk.statistics
-        if values is None or stats is None or not stats.has_min_max:
-            continue
-        if not any(stats.min <= v <= stats.max for v in values):
-            return False
-    return True
+    return all(_in_range(group.column(i), where) for i in range(group.num_columns))
+
+
+def _in_range(chunk: pq.ColumnChunkMetaData, where: Mapping[str, Collection[object]]) -> bool:
+    values = where.get(chunk.path_in_schema)
+    stats = chunk.statistics
+    if values is None or stats is None or not stats.has_min_max:
+        return True  # a column not asked about, or without statistics, excludes nothing
+    return any(stats.min <= v <= stats.max for v in values)

@@ -325,3 +325,21 @@ def test_the_selection_limit_is_3000_queries() -> None:
     forward, backward = _rows_seen(3001)
     assert len(forward) == len(set(forward)) == 3000
     assert backward == forward == sorted(forward)
+
+
+def test_the_ensemble_scores_are_the_weighted_sum_of_its_named_members() -> None:
+    rng = np.random.default_rng(0)
+    members = {
+        name: MatrixScorer(rng.normal(size=(4, 4)))
+        for name in ("graph_text_cl", "sbert_dual_cl", "sbert_no_cl", "bm25")
+    }
+    weights = {"graph_text_cl": 0.2, "sbert_dual_cl": 0.5, "sbert_no_cl": 0.3, "bm25": 9.0}
+    rows = np.array([0, 2, 3])
+    got = ensemble.ensemble_scorer(weights, members).block(rows)
+    expected = sum(
+        weights[m] * members[m].block(rows)
+        for m in ("graph_text_cl", "sbert_dual_cl", "sbert_no_cl")
+    )  # bm25 is not a member: its weight and scores are never read
+    assert np.allclose(got, expected)
+    with pytest.raises(KeyError):
+        ensemble.ensemble_scorer({"graph_text_cl": 1.0}, members)

@@ -144,6 +144,25 @@ def test_the_fraction_boundary_is_exclusive(monkeypatch: pytest.MonkeyPatch) -> 
     assert split.test == ("A",)
 
 
+def test_the_selection_boundary_is_exclusive_too(monkeypatch: pytest.MonkeyPatch) -> None:
+    folds = {"A": 1, "B": 2, "C": 2, "D": 2, "E": 2}
+    _fixed_hash(
+        monkeypatch,
+        {
+            **{f"validation:{q}": 0.9 for q in "BCDE"},
+            "validation:E": 0.05,  # validation first: never also drawn for selection
+            "selection:B": 0.25,
+            "selection:C": math.nextafter(0.25, 0.0),
+            "selection:D": 0.75,
+            "selection:E": 0.0,
+        },
+    )
+    split = split_for(folds, 1, validation_fraction=0.1, selection_fraction=0.25)
+    assert split.validation == ("E",)
+    assert split.selection == ("C",)
+    assert split.train == ("B", "D")
+
+
 def test_default_validation_fraction_is_one_tenth() -> None:
     assert DEFAULT_VALIDATION_FRACTION == 0.1
     assert split_for(FOLD_OF, 4) == split_for(FOLD_OF, 4, validation_fraction=0.1)
