@@ -27,6 +27,8 @@ from formula_assets.evaluation.ranking import CosineScorer, gold_ranks
 from formula_assets.training.methods import alignment_data, train_fold
 
 METHOD = "graph_text_cl"
+# the default's node inputs since round 3: token texts, formula context, token dropout
+TEXT_FORMULA_UNK = {"token_text": True, "formula_text": True, "token_dropout": 0.1}
 VARIANTS: dict[str, dict] = {  # relative to the settings `base` had: all off, 2 layers
     "base": {"token_text": False},
     "text": {"token_text": True},
@@ -40,25 +42,10 @@ VARIANTS: dict[str, dict] = {  # relative to the settings `base` had: all off, 2
         "layers": 3,
     },
     "text+formula": {"token_text": True, "formula_text": True},
-    "text+formula+unk": {"token_text": True, "formula_text": True, "token_dropout": 0.1},
-    "text+formula+unk, dropout 0.3": {
-        "token_text": True,
-        "formula_text": True,
-        "token_dropout": 0.1,
-        "dropout": 0.3,
-    },
-    "text+formula+unk, hidden 512": {
-        "token_text": True,
-        "formula_text": True,
-        "token_dropout": 0.1,
-        "hidden": 512,
-    },
-    "text+formula+unk, batch 512": {
-        "token_text": True,
-        "formula_text": True,
-        "token_dropout": 0.1,
-        "batch_size": 512,
-    },
+    "text+formula+unk": TEXT_FORMULA_UNK,
+    "text+formula+unk, dropout 0.3": {**TEXT_FORMULA_UNK, "dropout": 0.3},
+    "text+formula+unk, hidden 512": {**TEXT_FORMULA_UNK, "hidden": 512},
+    "text+formula+unk, batch 512": {**TEXT_FORMULA_UNK, "batch_size": 512},
 }
 
 

@@ -94,3 +94,15 @@ def pipeline(tmp: Path, embedding_cache: Path, **extra: str) -> Pipeline:
         if name not in extra:
             env.pop(name, None)
     return Pipeline(home, lake, env)
+
+
+def sparql_pipeline(tmp: Path, endpoint: str, min_formulae: int, **extra: str) -> Pipeline:
+    """A pipeline whose formulae come from a (local) SPARQL endpoint."""
+    return pipeline(
+        tmp,
+        tmp / "embedding_cache",
+        FORMULA_ASSETS_SOURCE="sparql",
+        FORMULA_ASSETS_SPARQL_ENDPOINT=endpoint,
+        FORMULA_ASSETS_MIN_FORMULAE=str(min_formulae),
+        **extra,
+    )

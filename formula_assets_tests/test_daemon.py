@@ -20,7 +20,7 @@ from dagster._core.scheduler.instigation import InstigatorType
 from formula_assets.ingest.snapshot import snapshot_records
 from formula_assets.ingest.sources import sample_records
 from formula_assets_tests.dev_server import dagster_dev, launch_job, processes_of
-from formula_assets_tests.pipeline import CLI, pipeline
+from formula_assets_tests.pipeline import CLI, sparql_pipeline
 from formula_assets_tests.sparql_server import FakeWdqs, snapshot_world
 
 SENSOR = "formula_assets_automation"
@@ -152,12 +152,10 @@ def training_overlap(instance: dg.DagsterInstance) -> int:
 def test_the_daemon_builds_everything_then_follows_a_change(tmp_path: Path) -> None:
     records = sample_records(list(snapshot_records()), INITIAL + NEW)
     with FakeWdqs(snapshot_world(records[:INITIAL])) as server:
-        run = pipeline(
+        run = sparql_pipeline(
             tmp_path,
-            tmp_path / "embedding_cache",
-            FORMULA_ASSETS_SOURCE="sparql",
-            FORMULA_ASSETS_SPARQL_ENDPOINT=server.endpoint,
-            FORMULA_ASSETS_MIN_FORMULAE="50",
+            server.endpoint,
+            min_formulae=50,
             FORMULA_ASSETS_AUTOMATION_INTERVAL="5",  # each level waits for one evaluation
             FORMULA_ASSETS_EXECUTOR="in_process",  # a process per run, not per step
         )

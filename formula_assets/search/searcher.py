@@ -104,6 +104,7 @@ class Searcher:
         self.model_name = self.index.summary.get("embedding_model")
         self._models: dict[str, dict[str, Any]] = {}
         self._embedder: Callable[[str], np.ndarray] | None = None
+        self._sentences: dict[str, np.ndarray] = {}
 
     @property
     def items(self) -> dict[str, dict]:
@@ -158,8 +159,14 @@ class Searcher:
     # -- encoding --------------------------------------------------------------------------
 
     def _sentence(self, text: str) -> np.ndarray:
-        """The query's sentence vector: the BERT folder run in plain torch when it is one
-        (a second instead of importing sentence-transformers), else the library."""
+        """The query's sentence vector, computed once per text (the ensemble's members read
+        the same linearised OPT): the BERT folder run in plain torch when it is one (a second
+        instead of importing sentence-transformers), else the library."""
+        if text not in self._sentences:
+            self._sentences[text] = self._encode(text)
+        return self._sentences[text]
+
+    def _encode(self, text: str) -> np.ndarray:
         if self._embedder is None:
             from pathlib import Path
 

@@ -25,7 +25,7 @@ from dagster._daemon.types import DaemonHeartbeat
 from formula_assets.cli.inflight import building_elsewhere
 from formula_assets.cli.stale import Target
 from formula_assets_tests.cli.recorded_runs import KEY, a_run, dead_pid
-from formula_assets_tests.pipeline import CLI, ROOT, pipeline, ran
+from formula_assets_tests.pipeline import CLI, ROOT, ran, sparql_pipeline
 from formula_assets_tests.sparql_server import FakeWdqs, Reply, is_detail_query
 
 
@@ -64,13 +64,7 @@ def test_refresh_waits_for_a_step_another_entry_point_is_building(
         return reply
 
     sparql_server.script(held, when=is_detail_query)
-    run = pipeline(
-        tmp_path,
-        tmp_path / "embedding_cache",
-        FORMULA_ASSETS_SOURCE="sparql",
-        FORMULA_ASSETS_SPARQL_ENDPOINT=sparql_server.endpoint,
-        FORMULA_ASSETS_MIN_FORMULAE="1",
-    )
+    run = sparql_pipeline(tmp_path, sparql_server.endpoint, min_formulae=1)
     assert run.run("home").returncode == 0
     env = {**run.env, "VIRTUAL_ENV": sys.prefix}
     dg_bin = Path(sys.executable).parent / "dg"
