@@ -77,7 +77,23 @@ def _path(root: UPath, name: str) -> UPath:
 
 def _read(root: UPath, name: str, columns: list[str] | None = None, **where) -> pa.Table:
     """The columns (and rows, `column=values`) a query needs: a cold search reads little."""
-    return lake.read_parquet(_path(root, name), columns, where or None)
+    path = _path(root, name)
+    try:
+        return lake.read_parquet(path, columns, where or None)
+    except pa.ArrowInvalid as exc:
+        raise SearchError(_unreadable(path, exc)) from None
+
+
+def _schema(root: UPath, name: str) -> pa.Schema:
+    path = _path(root, name)
+    try:
+        return lake.read_parquet_schema(path)
+    except pa.ArrowInvalid as exc:
+        raise SearchError(_unreadable(path, exc)) from None
+
+
+def _unreadable(path: UPath, exc: Exception) -> str:
+    return f"{path} is not a readable Parquet table ({exc}); run `make run` to rebuild it"
 
 
 class Searcher:
@@ -85,7 +101,7 @@ class Searcher:
         self.root = root
         if method is not None and method not in METHODS:
             raise SearchError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
-        summary = index_summary(lake.read_parquet_schema(_path(root, "search_index")))
+        summary = index_summary(_schema(root, "search_index"))
         self.method = method or self._best_method()
         folds = sorted(int(f) for f in summary.get("validation_mrr", {}))
         if fold is not None and fold not in folds:

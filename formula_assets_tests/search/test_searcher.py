@@ -48,6 +48,17 @@ def test_query_path_reproduces_the_stored_vectors(lake: UPath, method: str) -> N
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("damaged", ["search_index", "wikidata_formulae"])
+def test_a_damaged_table_is_one_clear_error(lake: UPath, tmp_path: Path, damaged: str) -> None:
+    for table in Path(str(lake)).glob("*.parquet"):
+        (tmp_path / table.name).symlink_to(table)
+    (tmp_path / f"{damaged}.parquet").unlink()
+    (tmp_path / f"{damaged}.parquet").write_bytes(b"not parquet")
+    with pytest.raises(SearchError, match=f"{damaged}.parquet is not a readable Parquet table"):
+        Searcher(UPath(tmp_path), method="sbert_no_cl").text_to_formulae("mass", top=3)
+
+
+@pytest.mark.slow
 def test_best_method_comes_from_retrieval_scores(lake: UPath) -> None:
     scores = pq.read_table(str(lake / "retrieval_scores.parquet")).to_pandas()
     best = scores.groupby("method")["mrr"].mean().idxmax()
