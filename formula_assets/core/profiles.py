@@ -15,6 +15,7 @@ from formula_assets.core.settings import EMBEDDING_MODEL_ENV
 
 PROFILE_ENV = "FORMULA_ASSETS_PROFILE"
 DEFAULT_EMBEDDING_MODEL = "all-MiniLM-L6-v2"
+MODEL_SEPARATOR = "+"  # models joined by it embed as one: their vectors side by side
 DEFAULT_PROFILE = "default"
 
 
@@ -151,7 +152,9 @@ def embedding_model(override: str | None = None) -> tuple[str | None, str]:
 
 
 def _plain(name: str) -> str:
-    return name.removeprefix("sentence-transformers/")
+    return MODEL_SEPARATOR.join(
+        part.strip().removeprefix("sentence-transformers/") for part in name.split(MODEL_SEPARATOR)
+    )
 
 
 def embedding_mismatch(profile: Profile, recorded: str | None) -> str | None:

@@ -191,8 +191,8 @@ class Searcher:
 
             spec = resolve_model(self.model_name, "the semantic_embeddings asset")
             try:
-                if not spec.local:
-                    raise Unsupported("not a local folder")
+                if not spec.local or spec.parts:
+                    raise Unsupported("not one local folder")
                 self._embedder = BertSentenceEncoder(Path(spec.location)).encode
             except Unsupported:
                 library = TextEmbedder(spec)

