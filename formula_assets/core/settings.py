@@ -24,6 +24,7 @@ SAMPLE_ENV = "FORMULA_ASSETS_SAMPLE"
 MIN_FRACTION_ENV = "FORMULA_ASSETS_MIN_FRACTION"
 DEFAULT_MIN_FRACTION = 0.5
 EMBEDDING_CACHE_ENV = "FORMULA_ASSETS_EMBEDDING_CACHE"
+MODEL_DIR_ENV = "FORMULA_ASSETS_MODEL_DIR"
 
 SOURCES = ("snapshot", "sparql", "dump")
 DEFAULT_SOURCE = "snapshot"
@@ -142,3 +143,9 @@ def dagster_home() -> Path:
 def embedding_cache_url() -> str:
     """Where text embeddings are cached: inside the data lake, so the cache travels with it."""
     return _env(EMBEDDING_CACHE_ENV) or data_lake_url().rstrip("/") + "/_cache/embeddings"
+
+
+def model_dir() -> Path:
+    """Where models shipped in part packages are unpacked: a user cache, shared by projects."""
+    value = _env(MODEL_DIR_ENV)
+    return Path(value).expanduser() if value else Path.home() / ".cache/formula_assets/models"

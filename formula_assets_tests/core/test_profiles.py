@@ -27,6 +27,18 @@ def test_each_profile_names_the_model_it_trains_on() -> None:
     assert embedding_mismatch(get_profile("default"), "all-mpnet-base-v2") is not None
 
 
+def test_a_joined_model_matches_part_by_part() -> None:
+    large = get_profile("large")
+    assert large.embedding_model == "all-MiniLM-L6-v2+all-mpnet-base-v2"
+    assert (
+        embedding_mismatch(large, "all-MiniLM-L6-v2+sentence-transformers/all-mpnet-base-v2")
+        is None
+    )
+    assert embedding_mismatch(large, "all-MiniLM-L6-v2 + all-mpnet-base-v2") is None
+    assert embedding_mismatch(large, DEFAULT_EMBEDDING_MODEL) is not None
+    assert embedding_mismatch(large, "all-mpnet-base-v2+all-MiniLM-L6-v2") is not None  # order
+
+
 def test_the_environment_model_overrides_the_profiles(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("FORMULA_ASSETS_EMBEDDING_MODEL", "/models/mine")
     assert embedding_mismatch(get_profile("paper"), "/models/mine") is None

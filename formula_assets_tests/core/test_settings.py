@@ -64,3 +64,13 @@ def test_instance_folder_has_telemetry_off(
     (home / "dagster.yaml").write_text("# user's own settings\n")
     ensure_dagster_home(home)
     assert (home / "dagster.yaml").read_text() == "# user's own settings\n"  # never overwritten
+
+
+def test_model_dir_is_a_user_cache_unless_set(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.delenv(settings.MODEL_DIR_ENV, raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert settings.model_dir() == tmp_path / ".cache/formula_assets/models"
+    monkeypatch.setenv(settings.MODEL_DIR_ENV, "~/models")
+    assert settings.model_dir() == tmp_path / "models"
