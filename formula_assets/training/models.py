@@ -78,7 +78,13 @@ class GraphTextModel(nn.Module):
         readout: str = "mean",
         token_dropout: float = 0.0,
         formula_dim: int = 0,
+        head_hidden: int = 1024,
+        head_dropout: float = 0.3,
+        semantic_hidden: int | None = None,
+        semantic_dropout: float | None = None,
     ) -> None:
+        """`semantic_hidden`, `semantic_dropout`: the semantic head's (None: `hidden`,
+        `dropout`)."""
         super().__init__()
         self.graph = GineEncoder(
             vocabulary_size,
@@ -90,9 +96,16 @@ class GraphTextModel(nn.Module):
             readout=readout,
             token_dropout=token_dropout,
             formula_dim=formula_dim,
+            head_hidden=head_hidden,
+            head_dropout=head_dropout,
         )
         self.view_dropout = nn.Dropout(dropout)
-        self.semantic = ProjectionHead(semantic_dim, hidden, out_dim, dropout)
+        self.semantic = ProjectionHead(
+            semantic_dim,
+            hidden if semantic_hidden is None else semantic_hidden,
+            out_dim,
+            dropout if semantic_dropout is None else semantic_dropout,
+        )
         self.temperature = Temperature()
 
     def encode_structural(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:

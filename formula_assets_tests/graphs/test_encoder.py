@@ -61,6 +61,24 @@ def test_the_root_readout_adds_the_root_state(graphs: pa.Table) -> None:
         GineEncoder(10, readout="max")
 
 
+def test_the_formula_readout_adds_the_formula_heads_reading(graphs: pa.Table) -> None:
+    vocabulary = TokenVocabulary.build(graphs["node_tokens"].to_pylist())
+    arrays = graph_arrays(graphs, vocabulary)
+    formula = np.arange(3 * 5, dtype=np.float32).reshape(3, 5) + 1
+    batch = to_tensors(arrays, "cpu", formula_vectors=formula)
+    plain = encoder(formula_dim=5)
+    head = encoder(formula_dim=5, readout="mean+formula", head_hidden=6, head_dropout=0.0)
+    pooled = head.pool(batch)
+    assert pooled.shape == (3, 16) and head.proj.in_features == 16
+    assert torch.equal(pooled[:, :8], plain.pool(batch))  # same seed, same layers
+    reading = head.formula_head(torch.nn.functional.normalize(torch.from_numpy(formula), dim=-1))
+    assert torch.allclose(pooled[:, 8:], reading)
+    assert head.formula_head[0].out_features == 6
+    assert plain.formula_head is None
+    with pytest.raises(ValueError, match="set formula_dim"):
+        encoder(readout="mean+formula")
+
+
 def test_text_features_change_the_nodes_only_through_their_projection(graphs: pa.Table) -> None:
     tokens = tokens_of(graphs)
     text_vocabulary = TokenVocabulary.from_tokens(["[PAD]", "[UNK]", *tokens])
