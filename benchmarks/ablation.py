@@ -1,10 +1,11 @@
 """What each change to `graph_text_cl` gives: every variant trained on all five folds.
 
 Each variant is the `default` profile's graph_text_cl settings with some fields changed; it
-is trained on the published folds (2 processes × 1 torch thread) and reported with its mean
-best validation MRR — what a choice between variants may look at — and, for the record only,
-its test R@10 and MRR in both directions, computed as Table 2 does. Reads the upstream assets
-from the data lake (`make run` first).
+is trained on the published folds (2 processes × 1 torch thread), on the vectors of the
+sentence model the data lake was built with, and reported with its mean best validation
+MRR — what a choice between variants may look at — and, for the record only, its test R@10
+and MRR in both directions, computed as Table 2 does. Reads the upstream assets from the data
+lake (`make run` first; FORMULA_ASSETS_DATA_LAKE chooses which).
 """
 
 from __future__ import annotations
@@ -46,6 +47,26 @@ VARIANTS: dict[str, dict] = {  # relative to the settings `base` had: all off, 2
     "text+formula+unk, dropout 0.3": {**TEXT_FORMULA_UNK, "dropout": 0.3},
     "text+formula+unk, hidden 512": {**TEXT_FORMULA_UNK, "hidden": 512},
     "text+formula+unk, batch 512": {**TEXT_FORMULA_UNK, "batch_size": 512},
+    # round 5: the formula head and sbert_dual_cl's semantic head, on the default's vectors
+    "text+formula+unk, formula head, dual's semantic head": {
+        **TEXT_FORMULA_UNK,
+        "readout": "mean+formula",
+        "semantic_hidden": 1024,
+        "semantic_dropout": 0.3,
+    },
+    # and on a lake built with the `large` profile's two models side by side
+    "text+formula+unk, hidden 512, formula head": {
+        **TEXT_FORMULA_UNK,
+        "hidden": 512,
+        "readout": "mean+formula",
+    },
+    "text+formula+unk, hidden 512, formula head, dual's semantic head": {
+        **TEXT_FORMULA_UNK,
+        "hidden": 512,
+        "readout": "mean+formula",
+        "semantic_hidden": 1024,
+        "semantic_dropout": 0.3,
+    },
 }
 
 

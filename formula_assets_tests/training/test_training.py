@@ -221,3 +221,33 @@ def test_a_formula_context_model_is_rebuilt_from_its_config(trained, data) -> No
     config = {**model.config, "formula_text_dim": 0}
     with pytest.raises(ValueError, match="formula context"):
         encode(rebuilt, graph_inputs(data, config), semantic, rows)
+
+
+def test_a_formula_head_model_is_rebuilt_from_its_config(data) -> None:
+    """The `large` profile's graph settings (the `mean+formula` readout, a semantic head of its
+    own size), at the smoke profile's scale: the config rebuilds the same architecture, whose
+    weights load strictly and reproduce the stored vectors."""
+    large = get_profile("large").graph_text_cl
+    settings = dataclasses.replace(
+        PROFILE.graph_text_cl,
+        epochs=2,
+        readout=large.readout,
+        head_hidden=32,
+        semantic_hidden=48,
+        semantic_dropout=large.semantic_dropout,
+    )
+    model = train_fold(
+        "graph_text_cl", 1, data, dataclasses.replace(PROFILE, graph_text_cl=settings)
+    )
+    rebuilt = build_model(model.config)
+    assert rebuilt.graph.formula_head[0].out_features == 32
+    assert rebuilt.semantic.net[0].out_features == 48
+    assert rebuilt.semantic.net[2].p == large.semantic_dropout
+    rebuilt.load_state_dict(model.state)  # strict: the same parameters, the same shapes
+    semantic = MatrixInputs(torch.from_numpy(data.semantic.copy()))
+    rows = np.arange(len(data.qids))
+    zs, zm = encode(rebuilt, graph_inputs(data, model.config), semantic, rows)
+    test_rows = [i for i, s in enumerate(model.embeddings["split"].to_pylist()) if s == "test"]
+    _, structural, semantic_stored = model.split_vectors("test")
+    assert np.allclose(zs[test_rows], structural, atol=1e-5)
+    assert np.allclose(zm[test_rows], semantic_stored, atol=1e-5)
