@@ -50,6 +50,20 @@ def graph_inputs(data, config: dict, formula_vectors: np.ndarray | None = None) 
     )
 
 
+def rebuilt_test_vectors(
+    model, data, formula_vectors: np.ndarray | None = None, config: dict | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """The test rows' (structural, semantic) vectors of the model rebuilt from its config and
+    weights (loaded strictly); `config` replaces the one its inputs are read with."""
+    rebuilt = build_model(model.config)
+    rebuilt.load_state_dict(model.state)
+    semantic = MatrixInputs(torch.from_numpy(data.semantic.copy()))
+    inputs = graph_inputs(data, config or model.config, formula_vectors)
+    zs, zm = encode(rebuilt, inputs, semantic, np.arange(len(data.qids)))
+    test = [i for i, s in enumerate(model.embeddings["split"].to_pylist()) if s == "test"]
+    return zs[test], zm[test]
+
+
 def roles(model) -> dict[str, str]:
     """qid → split the model used it in."""
     return dict(
@@ -207,20 +221,13 @@ def test_a_formula_context_model_is_rebuilt_from_its_config(trained, data) -> No
     assert PROFILE.graph_text_cl.formula_text
     assert model.config["formula_text_dim"] == data.opt_text.shape[1]
     assert any(k.startswith("graph.formula.") for k in model.state)
-    rebuilt = build_model(model.config)
-    rebuilt.load_state_dict(model.state)
-    semantic = MatrixInputs(torch.from_numpy(data.semantic.copy()))
-    rows = np.arange(len(data.qids))
-    zs, _ = encode(rebuilt, graph_inputs(data, model.config), semantic, rows)
-    test_rows = [i for i, s in enumerate(model.embeddings["split"].to_pylist()) if s == "test"]
+    zs, _ = rebuilt_test_vectors(model, data)
     _, stored, _ = model.split_vectors("test")
-    assert np.allclose(zs[test_rows], stored, atol=1e-5)
-    shuffled = graph_inputs(data, model.config, data.opt_text[::-1].copy())
-    zs_shuffled, _ = encode(rebuilt, shuffled, semantic, rows)
-    assert not np.allclose(zs[test_rows], zs_shuffled[test_rows], atol=1e-3)
-    config = {**model.config, "formula_text_dim": 0}
+    assert np.allclose(zs, stored, atol=1e-5)
+    zs_shuffled, _ = rebuilt_test_vectors(model, data, data.opt_text[::-1].copy())
+    assert not np.allclose(zs, zs_shuffled, atol=1e-3)
     with pytest.raises(ValueError, match="formula context"):
-        encode(rebuilt, graph_inputs(data, config), semantic, rows)
+        rebuilt_test_vectors(model, data, config={**model.config, "formula_text_dim": 0})
 
 
 def test_a_formula_head_model_is_rebuilt_from_its_config(data) -> None:
@@ -243,11 +250,7 @@ def test_a_formula_head_model_is_rebuilt_from_its_config(data) -> None:
     assert rebuilt.graph.formula_head[0].out_features == 32
     assert rebuilt.semantic.net[0].out_features == 48
     assert rebuilt.semantic.net[2].p == large.semantic_dropout
-    rebuilt.load_state_dict(model.state)  # strict: the same parameters, the same shapes
-    semantic = MatrixInputs(torch.from_numpy(data.semantic.copy()))
-    rows = np.arange(len(data.qids))
-    zs, zm = encode(rebuilt, graph_inputs(data, model.config), semantic, rows)
-    test_rows = [i for i, s in enumerate(model.embeddings["split"].to_pylist()) if s == "test"]
-    _, structural, semantic_stored = model.split_vectors("test")
-    assert np.allclose(zs[test_rows], structural, atol=1e-5)
-    assert np.allclose(zm[test_rows], semantic_stored, atol=1e-5)
+    zs, zm = rebuilt_test_vectors(model, data)  # loads the weights strictly
+    _, structural, semantic = model.split_vectors("test")
+    assert np.allclose(zs, structural, atol=1e-5)
+    assert np.allclose(zm, semantic, atol=1e-5)
