@@ -169,9 +169,14 @@ def embedding_model(override: str | None = None) -> tuple[str | None, str]:
     )
 
 
+def joined_models(name: str) -> list[str]:
+    """The model names a setting joins with `+` (one name: itself)."""
+    return [part.strip() for part in name.split(MODEL_SEPARATOR)]
+
+
 def _plain(name: str) -> str:
     return MODEL_SEPARATOR.join(
-        part.strip().removeprefix("sentence-transformers/") for part in name.split(MODEL_SEPARATOR)
+        part.removeprefix("sentence-transformers/") for part in joined_models(name)
     )
 
 

@@ -24,6 +24,9 @@ from formula_assets.graphs.batch import MAX_POSITION, NUM_EDGE_ROLES, NUM_NODE_T
 
 READOUTS = ("mean", "mean+root", "mean+formula")
 UNK_ID = 1  # TokenVocabulary: 0 padding, 1 unknown
+# the formula head of `mean+formula`: as wide, and as dropped, as sbert_dual_cl's heads
+HEAD_HIDDEN = 1024
+HEAD_DROPOUT = 0.3
 
 
 def to_tensors(
@@ -95,8 +98,8 @@ class GineEncoder(nn.Module):
         readout: str = "mean",
         token_dropout: float = 0.0,
         formula_dim: int = 0,
-        head_hidden: int = 1024,
-        head_dropout: float = 0.3,
+        head_hidden: int = HEAD_HIDDEN,
+        head_dropout: float = HEAD_DROPOUT,
     ) -> None:
         """`head_hidden`, `head_dropout`: the formula head's (readout `mean+formula`)."""
         super().__init__()

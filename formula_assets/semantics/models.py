@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from formula_assets.core.hashing import bytes_hash
-from formula_assets.core.profiles import DEFAULT_EMBEDDING_MODEL, MODEL_SEPARATOR
+from formula_assets.core.profiles import DEFAULT_EMBEDDING_MODEL, MODEL_SEPARATOR, joined_models
 from formula_assets.semantics.packaged import MPNET_NAME, PackagedModelError, packaged_mpnet
 
 if TYPE_CHECKING:
@@ -87,7 +87,13 @@ def folder_identity(folder: Path) -> str:
 def resolve_model(name: str | None, origin: str) -> ModelSpec:
     """Turn a setting into a loadable model; a folder that does not exist is an error here."""
     if name is not None and MODEL_SEPARATOR in name:
-        parts = tuple(resolve_model(part.strip(), origin) for part in name.split(MODEL_SEPARATOR))
+        names = joined_models(name)
+        if not all(names):
+            raise EmbeddingModelError(
+                f"sentence-transformer {name!r} (from {origin}) joins an empty name: write "
+                f"models as name{MODEL_SEPARATOR}name"
+            )
+        parts = tuple(resolve_model(part, origin) for part in names)
         return ModelSpec(
             name,
             MODEL_SEPARATOR.join(p.location for p in parts),

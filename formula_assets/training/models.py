@@ -8,7 +8,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from formula_assets.graphs.encoder import GineEncoder
+from formula_assets.graphs.encoder import HEAD_DROPOUT, HEAD_HIDDEN, GineEncoder
 
 INITIAL_TEMPERATURE = 0.07
 MIN_TEMPERATURE = 0.01
@@ -78,8 +78,8 @@ class GraphTextModel(nn.Module):
         readout: str = "mean",
         token_dropout: float = 0.0,
         formula_dim: int = 0,
-        head_hidden: int = 1024,
-        head_dropout: float = 0.3,
+        head_hidden: int = HEAD_HIDDEN,
+        head_dropout: float = HEAD_DROPOUT,
         semantic_hidden: int | None = None,
         semantic_dropout: float | None = None,
     ) -> None:

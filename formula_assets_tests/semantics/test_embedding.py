@@ -149,3 +149,11 @@ def test_joined_names_embed_as_each_model_normalised_side_by_side(
 def test_a_joined_name_with_a_missing_part_names_it(tmp_path: Path) -> None:
     with pytest.raises(EmbeddingModelError, match="no-such-model"):
         resolve_model(f"{DEFAULT_EMBEDDING_MODEL}+{tmp_path / 'no-such-model'}", "a test")
+
+
+@pytest.mark.parametrize(
+    "name", [f"{DEFAULT_EMBEDDING_MODEL}+", f"+{DEFAULT_EMBEDDING_MODEL}", "a+ +b"]
+)
+def test_a_joined_name_with_an_empty_part_is_refused(name: str) -> None:
+    with pytest.raises(EmbeddingModelError, match="joins an empty name"):
+        resolve_model(name, "the FORMULA_ASSETS_EMBEDDING_MODEL variable")
