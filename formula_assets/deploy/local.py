@@ -146,11 +146,14 @@ def celery_worker(
     name: str, config_yaml: Path, env: Mapping[str, str], log: Path, cwd: Path, concurrency: int
 ) -> Process:
     """`dagster-celery worker start`: one Celery worker taking steps from the broker; its
-    Celery node name is `name@<hostname>`."""
+    Celery node name is `name@<hostname>`. It reserves no more steps than it can run
+    (prefetch multiplier 1): steps last minutes, and a worker that reserved a queue's worth
+    would leave the others idle."""
     command = [
         str(Path(sys.executable).parent / "dagster-celery"), "worker", "start",
         "-A", "dagster_celery.app", "-y", str(config_yaml), "-n", name,
-        "--", f"--concurrency={concurrency}", "--without-gossip", "--without-mingle",
+        "--", f"--concurrency={concurrency}", "--prefetch-multiplier=1",
+        "--without-gossip", "--without-mingle",
     ]  # fmt: skip
     return start_process(name, command, env, log, cwd)
 
