@@ -1,18 +1,27 @@
-"""The score ensemble: weights of its members chosen on held-back training data (the
-selection split), never on test.
+"""The score ensemble: its members' weights and their hubness correction chosen on held-back
+training data (the selection split), never on test.
 
 A weighted sum of the members' scores, weights on a grid (step 0.1, summing to 1), the best
 mean MRR over both directions on the given (validation) scorers; ties keep the first weighting.
+Each member's scores are first corrected for hubness (`evaluation.hubness`) with one
+neighbourhood size k from `HUBNESS_KS`, chosen with the weights (ties keep the smaller k).
 """
 
 from __future__ import annotations
 
 import itertools
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
 from formula_assets.core.protocol import ENSEMBLE_MEMBERS
+from formula_assets.evaluation.hubness import (
+    HUBNESS_KS,
+    Space,
+    corrected_scorers,
+    space_hubness,
+)
 from formula_assets.evaluation.ranking import MatrixScorer, Scorer, WeightedScorer, gold_ranks
 
 WEIGHT_STEP = 0.1
@@ -48,6 +57,15 @@ def choose_weights(
     Members are scorers (or plain score matrices); `reverse` scores the other direction
     (default: the transposed matrices).
     """
+    return best_weights(validation, reverse, rng)[0]
+
+
+def best_weights(
+    validation: Sequence[Scorer | np.ndarray],
+    reverse: Sequence[Scorer | np.ndarray] | None = None,
+    rng: np.random.Generator | None = None,
+) -> tuple[tuple[float, ...], float]:
+    """`choose_weights`'s weights and the mean MRR over both directions they reach."""
     forward = [_as_scorer(m) for m in validation]
     backward = (
         [_as_scorer(m) for m in reverse]
@@ -70,7 +88,7 @@ def choose_weights(
             best, best_quality = weights, quality
     if best is None:
         raise ValueError("no member to weight: the ensemble needs at least one scorer")
-    return best
+    return best, best_quality
 
 
 def _as_scorer(member: Scorer | np.ndarray) -> Scorer:
@@ -80,3 +98,53 @@ def _as_scorer(member: Scorer | np.ndarray) -> Scorer:
 def ensemble_scorer(weights: Mapping[str, float], members: Mapping[str, Scorer]) -> Scorer:
     """Σ weight × member score, the members named by `ENSEMBLE_MEMBERS`."""
     return WeightedScorer([(weights[m], members[m]) for m in ENSEMBLE_MEMBERS])
+
+
+@dataclass(frozen=True)
+class EnsembleChoice:
+    """What the selection split chose for one fold: member weights and the hubness k."""
+
+    weights: dict[str, float]
+    hubness_k: int
+
+
+def choose_ensemble(
+    selection: Mapping[str, Space],
+    reference: Mapping[str, Space],
+    ks: Sequence[int] = HUBNESS_KS,
+) -> EnsembleChoice:
+    """The weights and hubness k with the best selection MRR; `reference`: the members' spaces
+    of the training split (a k larger than it is skipped)."""
+    fewest = min(len(reference[m][0]) for m in ENSEMBLE_MEMBERS)
+    best: tuple[float, EnsembleChoice] | None = None
+    for k in ks:
+        if k > fewest:
+            continue
+        forward, backward = corrected_members(selection, reference, k)
+        weights, quality = best_weights(
+            [forward[m] for m in ENSEMBLE_MEMBERS], [backward[m] for m in ENSEMBLE_MEMBERS]
+        )
+        if best is None or quality > best[0] + 1e-12:
+            best = quality, EnsembleChoice(dict(zip(ENSEMBLE_MEMBERS, weights, strict=True)), k)
+    if best is None:
+        raise ValueError(f"no hubness k in {tuple(ks)} fits {fewest} training formulae")
+    return best[1]
+
+
+def corrected_members(
+    spaces: Mapping[str, Space], reference: Mapping[str, Space], k: int
+) -> tuple[dict[str, Scorer], dict[str, Scorer]]:
+    """Per member: its hubness-corrected scorers of both directions."""
+    forward, backward = {}, {}
+    for member in ENSEMBLE_MEMBERS:
+        hub = space_hubness(spaces[member], reference[member], k)
+        forward[member], backward[member] = corrected_scorers(spaces[member], hub)
+    return forward, backward
+
+
+def ensemble_scorers(
+    choice: EnsembleChoice, spaces: Mapping[str, Space], reference: Mapping[str, Space]
+) -> tuple[Scorer, Scorer]:
+    """The ensemble's (syntactic → semantic, semantic → syntactic) scorers over `spaces`."""
+    forward, backward = corrected_members(spaces, reference, choice.hubness_k)
+    return ensemble_scorer(choice.weights, forward), ensemble_scorer(choice.weights, backward)

@@ -3,9 +3,10 @@
 Candidates are the test fold's formulae, as in the paper. Directions: syntactic → semantic
 (a formula's structure retrieves its semantics) and semantic → syntactic. Methods: `bm25`,
 `sbert_no_cl` (cosine of the frozen sentence vectors), the trained `sbert_dual_cl` and
-`graph_text_cl`, and `score_ensemble`: a weighted sum of the cosine scores of those three
-whose weights are chosen on the fold's selection split — formulae of the training folds that
-no member was trained or early-stopped on — before the test fold is looked at.
+`graph_text_cl`, and `score_ensemble`: a weighted sum of the hubness-corrected cosine scores
+of those three (`evaluation.hubness`), whose weights and hubness k are chosen on the fold's
+selection split — formulae of the training folds that no member was trained or early-stopped
+on — before the test fold is looked at.
 """
 
 from __future__ import annotations
@@ -17,15 +18,10 @@ from typing import Protocol
 import numpy as np
 import pyarrow as pa
 
-from formula_assets.core.protocol import (
-    ALL_METHODS,
-    DIRECTIONS,
-    ENSEMBLE,
-    ENSEMBLE_MEMBERS,
-    TRAINED,
-)
+from formula_assets.core.protocol import ALL_METHODS, DIRECTIONS, ENSEMBLE, TRAINED
 from formula_assets.evaluation.bm25 import bm25_scorer
-from formula_assets.evaluation.ensemble import choose_weights, ensemble_scorer
+from formula_assets.evaluation.ensemble import EnsembleChoice, choose_ensemble, ensemble_scorers
+from formula_assets.evaluation.hubness import Space
 from formula_assets.evaluation.inputs import EvaluationInputs
 from formula_assets.evaluation.ranking import (
     CosineScorer,
@@ -73,58 +69,72 @@ class Evaluation:
     # (fold, method, direction) → per-query reciprocal ranks, in the fold's test order
     reciprocal_ranks: dict[tuple[int, str, str], np.ndarray] = field(default_factory=dict)
     ensemble_weights: dict[int, dict[str, float]] = field(default_factory=dict)
+    ensemble_hubness_k: dict[int, int] = field(default_factory=dict)
 
 
-def cosine_scorers(
+def member_spaces(
     models: Mapping[str, SplitVectors],
     opt_vectors: Mapping[str, np.ndarray],
     semantic_vectors: Mapping[str, np.ndarray],
     split: str,
     qids: list[str],
-) -> dict[tuple[str, str], Scorer]:
-    """(method, direction) → cosine scorer over the split's formulae, for the trained models
-    and `sbert_no_cl` (candidates = the same split)."""
-    out: dict[tuple[str, str], Scorer] = {}
+) -> dict[str, Space]:
+    """method → (structural, semantic) vectors of the split's formulae, for the trained models
+    and `sbert_no_cl` (the frozen sentence vectors)."""
+    out: dict[str, Space] = {}
     for method, model in models.items():
         model_qids, structural, semantic = model.split_vectors(split)
         if model_qids != qids:
             raise ValueError(f"{method} used another {split} split than the other methods")
-        forward = CosineScorer(structural, semantic)
-        out[(method, DIRECTIONS[0])], out[(method, DIRECTIONS[1])] = forward, forward.reverse()
-    frozen = CosineScorer(
-        np.stack([opt_vectors[q] for q in qids]), np.stack([semantic_vectors[q] for q in qids])
-    )
-    out[("sbert_no_cl", DIRECTIONS[0])], out[("sbert_no_cl", DIRECTIONS[1])] = (
-        frozen,
-        frozen.reverse(),
+        out[method] = (structural, semantic)
+    out["sbert_no_cl"] = (
+        np.stack([opt_vectors[q] for q in qids]),
+        np.stack([semantic_vectors[q] for q in qids]),
     )
     return out
 
 
-# The ensemble's weights are chosen on formulae its members were neither trained nor
-# early-stopped on (a member selected on the same split would look better there than the
-# frozen baseline and win weight it has not earned).
+def cosine_scorers(spaces: Mapping[str, Space]) -> dict[tuple[str, str], Scorer]:
+    """(method, direction) → cosine scorer over a split's formulae (candidates: the same)."""
+    out: dict[tuple[str, str], Scorer] = {}
+    for method, (structural, semantic) in spaces.items():
+        forward = CosineScorer(structural, semantic)
+        out[(method, DIRECTIONS[0])], out[(method, DIRECTIONS[1])] = forward, forward.reverse()
+    return out
+
+
+# The ensemble's weights and hubness k are chosen on formulae its members were neither
+# trained nor early-stopped on (a member selected on the same split would look better there
+# than the frozen baseline and win weight it has not earned).
 WEIGHT_SPLIT = "selection"
+# Hubness is measured against the formulae the members trained on: never the test fold.
+REFERENCE_SPLIT = "train"
 
 
-def fold_ensemble_weights(
+@dataclass
+class FoldEnsemble:
+    choice: EnsembleChoice
+    reference: dict[str, Space]  # the members' spaces of the reference split
+
+
+def fold_ensemble(
     models: Mapping[str, SplitVectors],
     opt_vectors: Mapping[str, np.ndarray],
     semantic_vectors: Mapping[str, np.ndarray],
-) -> dict[str, float]:
-    """The ensemble's weights for one fold, chosen on that fold's selection split only."""
+) -> FoldEnsemble:
+    """The ensemble of one fold, chosen on that fold's selection split only."""
     qids = _agreed_qids(models, WEIGHT_SPLIT)
     if len(qids) < 2:
         raise ValueError(
             f"the models have {len(qids)} {WEIGHT_SPLIT} formulae: the ensemble's weights need "
             "a selection split (profile selection_fraction > 0); retrain the fold models"
         )
-    selection = cosine_scorers(models, opt_vectors, semantic_vectors, WEIGHT_SPLIT, qids)
-    weights = choose_weights(
-        [selection[(m, DIRECTIONS[0])] for m in ENSEMBLE_MEMBERS],
-        [selection[(m, DIRECTIONS[1])] for m in ENSEMBLE_MEMBERS],
+    selection = member_spaces(models, opt_vectors, semantic_vectors, WEIGHT_SPLIT, qids)
+    reference_qids = _agreed_qids(models, REFERENCE_SPLIT)
+    reference = member_spaces(
+        models, opt_vectors, semantic_vectors, REFERENCE_SPLIT, reference_qids
     )
-    return dict(zip(ENSEMBLE_MEMBERS, weights, strict=True))
+    return FoldEnsemble(choose_ensemble(selection, reference), reference)
 
 
 def evaluate(
@@ -135,18 +145,20 @@ def evaluate(
     for fold in sorted({fold for fold, _ in models}):
         fold_models = {method: models[(fold, method)] for method in TRAINED}
         test_qids = _agreed_qids(fold_models, "test")
-        weights = fold_ensemble_weights(fold_models, inputs.opt_vectors, inputs.semantic_vectors)
-        result.ensemble_weights[fold] = weights
-        test = cosine_scorers(
+        ensemble = fold_ensemble(fold_models, inputs.opt_vectors, inputs.semantic_vectors)
+        result.ensemble_weights[fold] = ensemble.choice.weights
+        result.ensemble_hubness_k[fold] = ensemble.choice.hubness_k
+        spaces = member_spaces(
             fold_models, inputs.opt_vectors, inputs.semantic_vectors, "test", test_qids
         )
+        test = cosine_scorers(spaces)
         opt_docs = [inputs.opt_text[q] for q in test_qids]
         sem_docs = [inputs.semantic_text[q] for q in test_qids]
         test[("bm25", DIRECTIONS[0])] = bm25_scorer(opt_docs, sem_docs)
         test[("bm25", DIRECTIONS[1])] = bm25_scorer(sem_docs, opt_docs)
-        for direction in DIRECTIONS:
-            members = {m: test[(m, direction)] for m in ENSEMBLE_MEMBERS}
-            test[(ENSEMBLE, direction)] = ensemble_scorer(weights, members)
+        test[(ENSEMBLE, DIRECTIONS[0])], test[(ENSEMBLE, DIRECTIONS[1])] = ensemble_scorers(
+            ensemble.choice, spaces, ensemble.reference
+        )
         for method in ALL_METHODS:
             for direction in DIRECTIONS:
                 gold = gold_ranks(test[(method, direction)])

@@ -61,6 +61,7 @@ class ReportInputs:
     # significance tests, and (input, code version, data version) per input
     embedding: Mapping[str, Any] = field(default_factory=dict)
     ensemble_weights: Mapping[str, Any] = field(default_factory=dict)
+    ensemble_hubness_k: Mapping[str, Any] = field(default_factory=dict)
     significance: Sequence[Comparison] = ()
     versions: Sequence[Sequence[str]] = ()
     correspondence_figures: Mapping[str, bytes] = field(default_factory=dict)
@@ -122,6 +123,10 @@ def build_report(inputs: ReportInputs) -> Report:
                 [
                     "ensemble weights per fold (chosen on the selection split)",
                     json.dumps(dict(inputs.ensemble_weights)),
+                ],
+                [
+                    "ensemble hubness k per fold (chosen with the weights)",
+                    json.dumps(dict(inputs.ensemble_hubness_k)),
                 ],
             ],
         ),

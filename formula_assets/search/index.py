@@ -2,10 +2,11 @@
 
 A query then encodes only itself. Each row says which split of that fold the item was in, so
 a hit can say whether the serving models trained on it (`train`, `selection`, `validation`:
-the training folds) or never saw it (`test`). The ensemble's weights are those of Table 2
-(chosen on each fold's selection split), and the held-out search quality is measured here:
-each test formula of a fold queries the whole index with that fold's models, and the rank of
-its own item is scored by the same ranking code as Table 2.
+the training folds) or never saw it (`test`). The ensemble's weights and hubness k are those of
+Table 2 (chosen on each fold's selection split); each row keeps its hubness as a candidate, so
+a query is corrected as in Table 2 without the training split's vectors. The held-out search
+quality is measured here: each test formula of a fold queries the whole index with that fold's
+models, and the rank of its own item is scored by the same ranking code as Table 2.
 """
 
 from __future__ import annotations
@@ -21,9 +22,10 @@ import pyarrow as pa
 from formula_assets.core.arrow import vectors
 from formula_assets.core.lake import ROW_GROUP_ROWS_KEY
 from formula_assets.core.protocol import DIRECTIONS, ENSEMBLE, ENSEMBLE_MEMBERS, TRAINED
-from formula_assets.evaluation.ensemble import ensemble_scorer
+from formula_assets.evaluation.ensemble import EnsembleChoice, ensemble_scorer
+from formula_assets.evaluation.hubness import SpaceHubness, corrected_scorers, space_hubness
 from formula_assets.evaluation.ranking import CosineScorer, Scorer, gold_ranks
-from formula_assets.evaluation.table2 import SplitVectors, fold_ensemble_weights
+from formula_assets.evaluation.table2 import SplitVectors, fold_ensemble
 from formula_assets.search.layout import (
     HELD_OUT,
     INDEX_SCHEMA,
@@ -46,6 +48,7 @@ class IndexSummary:
     serving_fold: int
     validation_mrr: dict[int, dict[str, float]]
     ensemble_weights: dict[int, dict[str, float]]
+    ensemble_hubness_k: dict[int, int]
     # method → direction → metric → mean over folds of held-out items searching everything
     held_out: dict[str, dict[str, dict[str, float]]]
     items: int
@@ -56,6 +59,7 @@ class IndexSummary:
             "serving_fold": self.serving_fold,
             "validation_mrr": {str(k): v for k, v in self.validation_mrr.items()},
             "ensemble_weights": {str(k): v for k, v in self.ensemble_weights.items()},
+            "ensemble_hubness_k": {str(k): v for k, v in self.ensemble_hubness_k.items()},
             "held_out": self.held_out,
             "items": self.items,
             "embedding_model": self.embedding_model,
@@ -80,25 +84,34 @@ def build_search_index(
         raise ValueError(f"the search index needs every trained model; missing {missing}")
     parts: list[pa.Table] = []
     weights: dict[int, dict[str, float]] = {}
+    hubness_k: dict[int, int] = {}
     validation: dict[int, dict[str, float]] = {}
     per_fold: dict[int, dict[str, dict[str, dict[str, float]]]] = {}
     items = 0
     for fold in folds:
         members = {m: models[(fold, m)] for m in TRAINED}
-        weights[fold] = fold_ensemble_weights(members, opt_vectors, semantic_vectors)
+        ensemble = fold_ensemble(members, opt_vectors, semantic_vectors)
+        weights[fold], hubness_k[fold] = ensemble.choice.weights, ensemble.choice.hubness_k
         validation[fold] = {
             m: float(members[m].config.get("best_validation_mrr", 0.0)) for m in TRAINED
         }
         qids, splits, spaces = _fold_vectors(members, opt_vectors, semantic_vectors)
         items = len(qids)
+        hubs = {
+            method: space_hubness(space, ensemble.reference[method], ensemble.choice.hubness_k)
+            for method, space in spaces.items()
+        }
         for method, (structural, semantic) in spaces.items():
-            parts.append(_rows(fold, method, qids, splits, structural, semantic))
-        per_fold[fold] = held_out_quality(spaces, weights[fold], np.asarray(splits) == HELD_OUT)
+            parts.append(_rows(fold, method, qids, splits, structural, semantic, hubs[method]))
+        per_fold[fold] = held_out_quality(
+            spaces, hubs, ensemble.choice, np.asarray(splits) == HELD_OUT
+        )
     table = pa.concat_tables(parts) if parts else INDEX_SCHEMA.empty_table()
     summary = IndexSummary(
         serving_fold=serving_fold(validation),
         validation_mrr=validation,
         ensemble_weights=weights,
+        ensemble_hubness_k=hubness_k,
         held_out=_mean_over_folds(per_fold),
         items=items,
         embedding_model=embedding_model,
@@ -142,10 +155,12 @@ def _fold_vectors(
 
 def held_out_quality(
     spaces: Mapping[str, tuple[np.ndarray, np.ndarray]],
-    weights: Mapping[str, float],
+    hubs: Mapping[str, SpaceHubness],
+    choice: EnsembleChoice,
     held_out: np.ndarray,
 ) -> dict[str, dict[str, dict[str, float]]]:
-    """R@k and MRR of the held-out items' own formula (and own texts) against every item."""
+    """R@k and MRR of the held-out items' own formula (and own texts) against every item:
+    each method by cosine, the ensemble as in Table 2 (hubness-corrected members)."""
     rows = np.flatnonzero(held_out)
     scorers: dict[tuple[str, str], Scorer] = {}
     for method, (structural, semantic) in spaces.items():
@@ -154,9 +169,10 @@ def held_out_quality(
             forward,
             forward.reverse(),
         )
-    for direction in DIRECTIONS:
-        members = {m: scorers[(m, direction)] for m in ENSEMBLE_MEMBERS}
-        scorers[(ENSEMBLE, direction)] = ensemble_scorer(weights, members)
+    corrected = {m: corrected_scorers(spaces[m], hubs[m]) for m in ENSEMBLE_MEMBERS}
+    for i, direction in enumerate(DIRECTIONS):
+        members = {m: corrected[m][i] for m in ENSEMBLE_MEMBERS}
+        scorers[(ENSEMBLE, direction)] = ensemble_scorer(choice.weights, members)
     return {
         method: {d: gold_ranks(scorers[(method, d)], rows).summary() for d in DIRECTIONS}
         for method in SEARCH_METHODS
@@ -188,6 +204,7 @@ def _rows(
     splits: list[str],
     structural: np.ndarray,
     semantic: np.ndarray,
+    hub: SpaceHubness,
 ) -> pa.Table:
     n = len(qids)
     return pa.table(
@@ -198,6 +215,8 @@ def _rows(
             "split": pa.array(splits, pa.string()),
             "structural": _list_column(structural),
             "semantic": _list_column(semantic),
+            "structural_hubness": pa.array(hub.structural, pa.float64()),
+            "semantic_hubness": pa.array(hub.semantic, pa.float64()),
         },
         schema=INDEX_SCHEMA,
     )

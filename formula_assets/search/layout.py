@@ -19,6 +19,7 @@ from formula_assets.core.protocol import ENSEMBLE, TRAINED
 INDEXED = (*TRAINED, "sbert_no_cl")
 SEARCH_METHODS = (ENSEMBLE, *INDEXED)
 HELD_OUT = "test"
+STRUCTURAL, SEMANTIC = 0, 1  # the sides of a method's (structural, semantic) space
 METADATA_KEY = b"formula_assets.search_index"
 
 INDEX_SCHEMA = pa.schema(
@@ -29,6 +30,9 @@ INDEX_SCHEMA = pa.schema(
         ("split", pa.string()),
         ("structural", pa.list_(pa.float32())),
         ("semantic", pa.list_(pa.float32())),
+        # each vector's hubness as a candidate for the ensemble (see evaluation.hubness)
+        ("structural_hubness", pa.float64()),
+        ("semantic_hubness", pa.float64()),
     ]
 )
 
@@ -41,11 +45,17 @@ class ServingVectors:
     qids: list[str]
     splits: list[str]
     spaces: dict[str, tuple[np.ndarray, np.ndarray]]
+    # per method: the (structural, semantic) vectors' hubness as candidates
+    hubness: dict[str, tuple[np.ndarray, np.ndarray]]
     summary: dict
 
     @property
     def weights(self) -> dict[str, float]:
         return self.summary["ensemble_weights"][str(self.fold)]
+
+    @property
+    def hubness_k(self) -> int:
+        return int(self.summary["ensemble_hubness_k"][str(self.fold)])
 
 
 def index_summary(table_or_schema: pa.Table | pa.Schema) -> dict:
@@ -62,6 +72,7 @@ def serving_vectors(table: pa.Table, fold: int) -> ServingVectors:
     if not rows.num_rows:
         raise ValueError(f"the search index has no fold {fold}")
     spaces: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    hubness: dict[str, tuple[np.ndarray, np.ndarray]] = {}
     qids: list[str] | None = None
     splits: list[str] = []
     for method in INDEXED:
@@ -73,6 +84,10 @@ def serving_vectors(table: pa.Table, fold: int) -> ServingVectors:
             vectors(structural, len(structural[0])),
             vectors(part.column("semantic"), len(part.column("semantic")[0])),
         )
+        hubness[method] = (
+            part.column("structural_hubness").to_numpy(),
+            part.column("semantic_hubness").to_numpy(),
+        )
         if qids is None:
             qids, splits = part.column("qid").to_pylist(), part.column("split").to_pylist()
-    return ServingVectors(fold, qids or [], splits, spaces, summary)
+    return ServingVectors(fold, qids or [], splits, spaces, hubness, summary)

@@ -25,9 +25,17 @@ from upath import UPath
 from formula_assets.core import lake
 from formula_assets.core.protocol import ENSEMBLE, ENSEMBLE_MEMBERS
 from formula_assets.evaluation.ensemble import ensemble_scorer
-from formula_assets.evaluation.ranking import CosineScorer
+from formula_assets.evaluation.hubness import HubnessScorer
+from formula_assets.evaluation.ranking import CosineScorer, Scorer
 from formula_assets.graphs.vocabulary import TokenVocabulary
-from formula_assets.search.layout import HELD_OUT, SEARCH_METHODS, index_summary, serving_vectors
+from formula_assets.search.layout import (
+    HELD_OUT,
+    SEARCH_METHODS,
+    SEMANTIC,
+    STRUCTURAL,
+    index_summary,
+    serving_vectors,
+)
 from formula_assets.syntax.mathml import MathMLError, parse_mathml
 from formula_assets.syntax.opt import build_opt_graphs, flatten
 
@@ -203,7 +211,7 @@ class Searcher:
         """(query vector, candidate semantic vectors) for a formula query."""
         import torch
 
-        candidates = self.index.spaces[method][1]
+        candidates = self.index.spaces[method][SEMANTIC]
         linearised = flatten(parse_mathml(mathml)).linearised
         if method == "sbert_no_cl":
             return self._sentence(linearised), candidates
@@ -240,7 +248,7 @@ class Searcher:
 
     def _semantic_query(self, method: str, text: str) -> tuple[np.ndarray, np.ndarray]:
         """(query vector, candidate structural vectors) for a text query."""
-        candidates = self.index.spaces[method][0]
+        candidates = self.index.spaces[method][STRUCTURAL]
         vector = self._sentence(text)
         if method == "sbert_no_cl":
             return vector, candidates
@@ -251,18 +259,19 @@ class Searcher:
             query = module.encode_semantic(torch.from_numpy(vector[None, :]))[0].numpy()
         return query, candidates
 
-    def _scores(self, encode) -> np.ndarray:
-        """Cosine of the query against every candidate per member, weighted as in Table 2."""
-        members = {}
+    def _scores(self, encode, side: int) -> np.ndarray:
+        """Cosine of the query against every candidate per member; the ensemble weighs the
+        members' hubness-corrected scores as in Table 2 (`side`: the candidates' side)."""
+        members: dict[str, Scorer] = {}
         for member in self.weights:
             query, candidates = encode(member)
             members[member] = CosineScorer(query[None, :], candidates)
-        scorer = (
-            ensemble_scorer(self.weights, members)
-            if self.method == ENSEMBLE
-            else members[self.method]
-        )
-        return scorer.block(np.array([0]))[0]
+        if self.method != ENSEMBLE:
+            return members[self.method].block(np.array([0]))[0]
+        corrected = {
+            m: HubnessScorer(scorer, self.index.hubness[m][side]) for m, scorer in members.items()
+        }
+        return ensemble_scorer(self.weights, corrected).block(np.array([0]))[0]
 
     # -- queries ---------------------------------------------------------------------------
 
@@ -272,14 +281,15 @@ class Searcher:
             parse_mathml(mathml)
         except MathMLError as exc:
             raise SearchError(f"the formula does not parse: {exc.reason}") from None
-        return self._hits(self._scores(lambda m: self._structural_query(m, mathml)), top)
+        scores = self._scores(lambda m: self._structural_query(m, mathml), SEMANTIC)
+        return self._hits(scores, top)
 
     def text_to_formulae(self, text: str, top: int = 10) -> list[Hit]:
         """The formulae whose structure best matches a description."""
         text = " ".join(text.split())
         if not text:
             raise SearchError("the text query is empty")
-        return self._hits(self._scores(lambda m: self._semantic_query(m, text)), top)
+        return self._hits(self._scores(lambda m: self._semantic_query(m, text), STRUCTURAL), top)
 
     def _hits(self, scores: np.ndarray, top: int) -> list[Hit]:
         qids = self.index.qids

@@ -8,6 +8,7 @@ import pytest
 from formula_assets.core.profiles import get_profile
 from formula_assets.core.protocol import ALL_METHODS, DIRECTIONS, ENSEMBLE_MEMBERS, FOLDS
 from formula_assets.core.protocol import TRAINED as METHODS
+from formula_assets.evaluation.hubness import HUBNESS_KS
 from formula_assets.evaluation.inputs import evaluation_inputs
 from formula_assets.evaluation.significance import best_method, comparison_pairs, significance
 from formula_assets.evaluation.table2 import evaluate, table_2
@@ -79,6 +80,9 @@ def test_ensemble_weights_never_see_the_test_fold(inputs, models, evaluation) ->
         )
     again = evaluate(inputs, scrambled)
     assert again.ensemble_weights == evaluation.ensemble_weights
+    assert again.ensemble_hubness_k == evaluation.ensemble_hubness_k
+    assert set(evaluation.ensemble_hubness_k) == set(FOLDS)
+    assert set(evaluation.ensemble_hubness_k.values()) <= set(HUBNESS_KS)
     assert set(evaluation.ensemble_weights) == set(FOLDS)
     for weights in evaluation.ensemble_weights.values():
         assert set(weights) == set(ENSEMBLE_MEMBERS)

@@ -11,6 +11,8 @@ import pytest
 from formula_assets.core.arrow import embedding_matrix
 from formula_assets.core.profiles import get_profile
 from formula_assets.core.protocol import DIRECTIONS, ENSEMBLE, FOLDS, TRAINED
+from formula_assets.evaluation.ensemble import EnsembleChoice
+from formula_assets.evaluation.hubness import SpaceHubness
 from formula_assets.evaluation.inputs import evaluation_inputs
 from formula_assets.evaluation.table2 import evaluate
 from formula_assets.search.checks import index_complete
@@ -113,10 +115,19 @@ def test_held_out_quality_is_the_rank_of_the_own_item_among_all() -> None:
     held_out = np.zeros(n, dtype=bool)
     held_out[::3] = True
     weights = {"graph_text_cl": 0.5, "sbert_dual_cl": 0.5, "sbert_no_cl": 0.0}
-    quality = held_out_quality(spaces, weights, held_out)
+    hubs = {m: SpaceHubness(rng.uniform(size=n), rng.uniform(size=n)) for m in INDEXED}
+    quality = held_out_quality(spaces, hubs, EnsembleChoice(weights, 5), held_out)
 
     def unit(x):
         return x / np.linalg.norm(x, axis=1, keepdims=True)
+
+    # the ensemble: weighted cosines, each less half its candidate's hubness
+    ensemble = sum(
+        w * (unit(spaces[m][0]) @ unit(spaces[m][1]).T - 0.5 * hubs[m].semantic[None, :])
+        for m, w in weights.items()
+    )
+    ranks = [1 + int((ensemble[i] > ensemble[i, i]).sum()) for i in np.flatnonzero(held_out)]
+    assert quality[ENSEMBLE][DIRECTIONS[0]]["mrr"] == pytest.approx(np.mean([1 / r for r in ranks]))
 
     s, m = spaces["graph_text_cl"]
     scores = unit(s) @ unit(m).T

@@ -124,7 +124,7 @@ def test_a_query_loads_only_what_it_needs(materialized) -> None:
     assert methods == "['graph_text_cl', 'sbert_dual_cl', 'sbert_no_cl']"
     heavy, evaluation = out.stdout.splitlines()[1:3]
     assert heavy in ("[]", "['pandas']"), heavy  # pyarrow imports pandas on its own
-    loaded = ["", ".ensemble", ".ranking"]
+    loaded = ["", ".ensemble", ".hubness", ".ranking"]
     assert evaluation == str([f"formula_assets.evaluation{m}" for m in loaded])
     # one row group per fold × method, so that reading one fold skips the others
     file = pq.ParquetFile(str(run.lake / "search_index.parquet"))

@@ -72,6 +72,7 @@ def report_document(
                 for name in ("model", "model_identity", "aggregation")
             },
             ensemble_weights=metadata_value(scores, "ensemble_weights", {}),
+            ensemble_hubness_k=metadata_value(scores, "ensemble_hubness_k", {}),
             significance=[
                 Comparison(**test) for test in metadata_value(scores, "significance_tests", [])
             ],

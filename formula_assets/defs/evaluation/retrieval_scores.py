@@ -58,6 +58,9 @@ def retrieval_scores(
             "ensemble_weights": dg.MetadataValue.json(
                 {str(k): v for k, v in result.ensemble_weights.items()}
             ),
+            "ensemble_hubness_k": dg.MetadataValue.json(
+                {str(k): v for k, v in result.ensemble_hubness_k.items()}
+            ),
             "recall_by_method": metadata.recall_chart(scores),
             "profiles": ", ".join(profiles),
             "candidates_per_fold": dg.MetadataValue.json(

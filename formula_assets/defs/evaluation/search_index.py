@@ -51,6 +51,9 @@ def search_index(
             "ensemble_weights": dg.MetadataValue.json(
                 {str(k): v for k, v in summary.ensemble_weights.items()}
             ),
+            "ensemble_hubness_k": dg.MetadataValue.json(
+                {str(k): v for k, v in summary.ensemble_hubness_k.items()}
+            ),
             "held_out_search": dg.MetadataValue.json(held_out),
             "held_out_recall_at_10": dg.MetadataValue.json(
                 {
