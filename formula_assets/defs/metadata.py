@@ -137,11 +137,15 @@ def recall_chart(scores: pa.Table) -> dg.MetadataValue:
 def training_curve(history: Sequence[dict[str, float]]) -> dg.MetadataValue:
     from formula_assets.reporting.figures import line_figure
 
+    runs = sorted({int(h.get("run", 0)) for h in history})
+    series: dict[str, list[float]] = {}
+    for run in runs:
+        epochs = [h for h in history if int(h.get("run", 0)) == run]
+        label = f" (run {run + 1})" if len(runs) > 1 else ""
+        series[f"training loss{label}"] = [h["loss"] for h in epochs]
+        series[f"validation MRR{label}"] = [h["validation_mrr"] for h in epochs]
     png = line_figure(
-        {
-            "training loss": [h["loss"] for h in history],
-            "validation MRR": [h["validation_mrr"] for h in history],
-        },
+        series,
         "epoch",
         "value",
         "training curve",

@@ -75,10 +75,13 @@ class Report:
 
 
 def training_curves(models: Sequence[TrainedSummary]) -> bytes:
-    series = {
-        f"{m.method} fold {m.fold}": [h["validation_mrr"] for h in m.history]
-        for m in sorted(models, key=lambda m: (m.method, m.fold))
-    }
+    """Validation MRR per epoch of every model (of each run, for a model of several)."""
+    series: dict[str, list[float]] = {}
+    for m in sorted(models, key=lambda m: (m.method, m.fold)):
+        runs = sorted({int(h.get("run", 0)) for h in m.history})
+        for run in runs:
+            label = f"{m.method} fold {m.fold}" + (f" run {run + 1}" if len(runs) > 1 else "")
+            series[label] = [h["validation_mrr"] for h in m.history if int(h.get("run", 0)) == run]
     return figures.line_figure(series, "epoch", "validation MRR", "validation MRR per epoch")
 
 

@@ -27,11 +27,19 @@ from formula_assets.graphs.vocabulary import TokenVocabulary
 from formula_assets.training.artifacts import TrainedModel, embeddings_table
 from formula_assets.training.determinism import deterministic
 from formula_assets.training.folds import split_rows
-from formula_assets.training.models import DualEncoder, GraphTextModel
-from formula_assets.training.trainer import MatrixInputs, TrainSettings, encode, train
+from formula_assets.training.models import DualEncoder, GraphTextModel, RunAverage
+from formula_assets.training.trainer import (
+    MatrixInputs,
+    TrainSettings,
+    encode,
+    retrieval_quality,
+    train,
+)
 
 # The training profile (sizes, epochs, seeds) changes every model: it enters the code version.
 RESULT_SETTINGS = ("profile",)
+# Run r of a model trains with seed `seed + RUN_SEED_STRIDE × r` (run 0: the model's seed).
+RUN_SEED_STRIDE = 100_000
 Log = Callable[[str], None]
 
 
@@ -143,7 +151,16 @@ def default_device() -> str:
 
 
 def build_model(config: dict[str, Any]) -> torch.nn.Module:
-    """The untrained architecture a config describes (weights come from safetensors)."""
+    """The untrained architecture a config describes (weights come from safetensors): one
+    network, or the average of `runs` of them."""
+    runs = config["settings"].get("runs", 1)
+    if runs == 1:
+        return build_run(config)
+    return RunAverage([build_run(config) for _ in range(runs)])
+
+
+def build_run(config: dict[str, Any]) -> torch.nn.Module:
+    """One untrained network of the config's method."""
     settings = config["settings"]
     if config["method"] == "graph_text_cl":
         return GraphTextModel(
@@ -232,40 +249,66 @@ def train_fold(
         structural = GraphInputs(data.graphs, vocabulary, device, token_texts, formula_vectors)
     else:
         structural = MatrixInputs(torch.from_numpy(data.opt_text.copy()).to(device))
-    model = build_model(config).to(device)
     log(
         f"{method} fold {fold}: {len(train_rows)} train, {len(validation_rows)} validation, "
         f"{len(split.test)} test formulae; {profile.name} profile on {device}"
+        + (f", {settings.runs} runs" if settings.runs > 1 else "")
     )
     started = time.perf_counter()
+    trained: list[torch.nn.Module] = []
+    runs: list[dict[str, Any]] = []
+    history: list[dict[str, float]] = []
     with deterministic(device) as determinism:
-        result = train(
-            model,
-            structural,
-            semantic,
-            train_rows,
-            validation_rows,
-            TrainSettings(
-                epochs=settings.epochs,
-                batch_size=settings.batch_size,
-                learning_rate=settings.learning_rate,
-                weight_decay=settings.weight_decay,
-                intra_weight=settings.intra_weight,
-                patience=settings.patience,
-                seed=seed,
-            ),
-            log,
-        )
+        for run in range(settings.runs):
+            run_seed = seed + RUN_SEED_STRIDE * run
+            torch.manual_seed(run_seed)
+            module = build_run(config).to(device)
+            run_started = time.perf_counter()
+            result = train(
+                module,
+                structural,
+                semantic,
+                train_rows,
+                validation_rows,
+                TrainSettings(
+                    epochs=settings.epochs,
+                    batch_size=settings.batch_size,
+                    learning_rate=settings.learning_rate,
+                    weight_decay=settings.weight_decay,
+                    intra_weight=settings.intra_weight,
+                    patience=settings.patience,
+                    seed=run_seed,
+                ),
+                log,
+            )
+            trained.append(module)
+            history += [{"run": run, **entry} for entry in result.history]
+            runs.append(
+                {
+                    "seed": run_seed,
+                    "best_epoch": result.best_epoch,
+                    "best_validation_mrr": result.best_validation_mrr,
+                    "epochs_run": len(result.history),
+                    "stopped_early": result.stopped_early,
+                    "train_seconds": round(time.perf_counter() - run_started, 2),
+                }
+            )
     if not determinism.deterministic:
         log(f"not deterministic on {device}: {'; '.join(determinism.warnings)[:500]}")
+    model = trained[0] if len(trained) == 1 else RunAverage(trained)
+    validation = retrieval_quality(*encode(model, structural, semantic, validation_rows))
     roles = split.roles()
     all_rows = np.arange(len(data.qids))
     z_struct, z_sem = encode(model, structural, semantic, all_rows)
     config |= {
-        "best_epoch": result.best_epoch,
-        "best_validation_mrr": result.best_validation_mrr,
-        "epochs_run": len(result.history),
-        "stopped_early": result.stopped_early,
+        "runs": runs,
+        # the model as a whole: its validation MRR, the latest best epoch of any run, every
+        # epoch trained
+        "best_epoch": max(r["best_epoch"] for r in runs),
+        "best_validation_mrr": validation["mrr"],
+        "validation": validation,
+        "epochs_run": sum(r["epochs_run"] for r in runs),
+        "stopped_early": all(r["stopped_early"] for r in runs),
         "train_seconds": round(time.perf_counter() - started, 2),
         "device": device,
         "deterministic": determinism.deterministic,
@@ -278,6 +321,6 @@ def train_fold(
         fold=fold,
         config=config,
         state={k: v.detach().cpu() for k, v in model.state_dict().items()},
-        history=result.history,
+        history=history,
         embeddings=embeddings_table(data.qids, [roles[q] for q in data.qids], z_struct, z_sem),
     )

@@ -123,3 +123,24 @@ class GraphTextModel(nn.Module):
 def views(encode, x) -> tuple[torch.Tensor, torch.Tensor]:
     """Two stochastic projections of the same input (independent dropout masks)."""
     return encode(x), encode(x)
+
+
+class RunAverage(nn.Module):
+    """Independently trained runs of one architecture as one model (a seed ensemble).
+
+    Each run's vectors are L2-normalised and set side by side, scaled by 1/√runs: the joined
+    vectors are unit vectors whose cosine is the mean of the runs' cosines.
+    """
+
+    def __init__(self, runs: list[nn.Module]) -> None:
+        super().__init__()
+        self.runs = nn.ModuleList(runs)
+
+    def _joined(self, parts: list[torch.Tensor]) -> torch.Tensor:
+        return torch.cat([F.normalize(p, dim=-1) for p in parts], dim=-1) / math.sqrt(len(parts))
+
+    def encode_structural(self, x) -> torch.Tensor:
+        return self._joined([run.encode_structural(x) for run in self.runs])
+
+    def encode_semantic(self, x: torch.Tensor) -> torch.Tensor:
+        return self._joined([run.encode_semantic(x) for run in self.runs])

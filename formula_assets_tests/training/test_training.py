@@ -14,7 +14,13 @@ from formula_assets.core.profiles import get_profile
 from formula_assets.core.protocol import TRAINED as METHODS
 from formula_assets.graphs.vocabulary import TokenVocabulary
 from formula_assets.training.artifacts import WEIGHTS, current_version, load_model, save_model
-from formula_assets.training.methods import GraphInputs, alignment_data, build_model, train_fold
+from formula_assets.training.methods import (
+    GraphInputs,
+    alignment_data,
+    build_model,
+    build_run,
+    train_fold,
+)
 from formula_assets.training.trainer import MatrixInputs, encode
 
 PROFILE = dataclasses.replace(get_profile("smoke"), validation_fraction=0.2)
@@ -254,3 +260,55 @@ def test_a_formula_head_model_is_rebuilt_from_its_config(data) -> None:
     _, structural, semantic = model.split_vectors("test")
     assert np.allclose(zs, structural, atol=1e-5)
     assert np.allclose(zm, semantic, atol=1e-5)
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_a_model_of_several_runs_averages_independent_seeds(data, method: str) -> None:
+    """With `runs: 2` the model holds two networks trained as two separate seeds (run 0 is the
+    one-run model, bit for bit), and its vectors' cosines are the mean of the runs' cosines."""
+    settings = dataclasses.replace(PROFILE.settings(method), epochs=3, patience=3)
+    single = train_fold(method, 1, data, dataclasses.replace(PROFILE, **{method: settings}))
+    twice = dataclasses.replace(settings, runs=2)
+    model = train_fold(method, 1, data, dataclasses.replace(PROFILE, **{method: twice}))
+    runs = model.config["runs"]
+    assert [r["seed"] for r in runs] == [single.config["seed"], single.config["seed"] + 100_000]
+    assert all(torch.equal(model.state[f"runs.0.{k}"], v) for k, v in single.state.items())
+    assert not any(  # another seed: other initial weights, other trained ones
+        torch.equal(model.state[f"runs.0.{k}"], model.state[f"runs.1.{k}"])
+        for k, v in single.state.items()
+        if v.dim() == 2
+    )
+    assert sorted({h["run"] for h in model.history}) == [0, 1]
+    assert model.config["epochs_run"] == sum(r["epochs_run"] for r in runs)
+    rebuilt = build_model(model.config)
+    rebuilt.load_state_dict(model.state)  # the two networks, strictly
+    _, structural, semantic = model.split_vectors("test")
+    assert structural.shape[1] == 2 * settings.out_dim
+    assert rebuilt_cosines(rebuilt, data, model.config, model) == pytest.approx(
+        structural @ semantic.T, abs=1e-5
+    )
+    per_run = []
+    for run in range(2):
+        network = build_run(model.config)
+        network.load_state_dict(
+            {
+                k.removeprefix(f"runs.{run}."): v
+                for k, v in model.state.items()
+                if k.startswith(f"runs.{run}.")
+            }
+        )
+        config = {**model.config, "settings": {**model.config["settings"], "runs": 1}}
+        per_run.append(rebuilt_cosines(network, data, config, model))
+    assert structural @ semantic.T == pytest.approx((per_run[0] + per_run[1]) / 2, abs=1e-5)
+
+
+def rebuilt_cosines(network, data, config: dict, model) -> np.ndarray:
+    """The test rows' cosine matrix of one network."""
+    semantic = MatrixInputs(torch.from_numpy(data.semantic.copy()))
+    if config["method"] == "graph_text_cl":
+        structural = graph_inputs(data, config)
+    else:
+        structural = MatrixInputs(torch.from_numpy(data.opt_text.copy()))
+    zs, zm = encode(network, structural, semantic, np.arange(len(data.qids)))
+    test = [i for i, s in enumerate(model.embeddings["split"].to_pylist()) if s == "test"]
+    return zs[test] @ zm[test].T

@@ -63,7 +63,6 @@ def fold_models(
         cv_folds, opt_graphs, semantic_embeddings, opt_text_embeddings, opt_token_embeddings
     )
     trained = methods.train_fold(method, fold, data, profile, log=context.log.info)
-    best = trained.history[trained.config["best_epoch"] - 1] if trained.history else {}
     if trained.config["deterministic"]:
         version = artifacts.content_hash(trained)
     else:  # the same recipe gives other bits here: name the recipe (see training/determinism)
@@ -90,9 +89,10 @@ def fold_models(
             "best_epoch": trained.config["best_epoch"],
             "epochs_run": trained.config["epochs_run"],
             "best_validation_mrr": trained.config["best_validation_mrr"],
-            "validation_recall_at_10": best.get(
-                "validation_recall_at_10_syntactic_to_semantic", 0.0
-            ),
+            "validation_recall_at_10": trained.config["validation"][
+                "recall_at_10_syntactic_to_semantic"
+            ],
+            "runs": dg.MetadataValue.json(trained.config["runs"]),
             "train_seconds": trained.config["train_seconds"],
             "split_sizes": dg.MetadataValue.json(trained.config["split_sizes"]),
             "training_curve": metadata.training_curve(trained.history),
