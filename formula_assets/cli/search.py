@@ -54,6 +54,7 @@ def _fold_note(searcher) -> str:
     weights = ""
     if searcher.method == "score_ensemble":
         weights = ", weights " + ", ".join(f"{m} {w:.1f}" for m, w in searcher.weights.items())
+        weights += f", hubness k {searcher.index.hubness_k}"
     return (
         f" (fold {searcher.fold} models{weights}; 'trained on': the item was in those models'"
         " training folds, 'held out': in their test fold)"

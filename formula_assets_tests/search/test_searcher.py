@@ -48,6 +48,27 @@ def test_query_path_reproduces_the_stored_vectors(lake: UPath, method: str) -> N
 
 
 @pytest.mark.slow
+def test_the_ensemble_scores_a_query_as_table_2_does(lake: UPath) -> None:
+    """Each member's cosine less half the candidate's stored hubness, weighted: a corpus
+    formula, searched for, scores every item as its stored vectors do."""
+    searcher = Searcher(lake, method="score_ensemble")
+    assert searcher.index.hubness_k in (0, 5, 10)
+    item = an_item(lake)
+    hits = {h.qid: h.score for h in searcher.formula_to_concepts(item["mathml"], top=5000)}
+    row = searcher.index.qids.index(item["qid"])
+    expected = 0.0
+    for method, weight in searcher.weights.items():
+        structural, semantic = searcher.index.spaces[method]
+        unit = semantic / np.linalg.norm(semantic, axis=1, keepdims=True)
+        cosine = unit @ (structural[row] / np.linalg.norm(structural[row]))
+        expected = expected + weight * (cosine - 0.5 * searcher.index.hubness[method][1])
+    assert np.allclose([hits[q] for q in searcher.index.qids], expected, atol=1e-4)
+    assert any(searcher.index.hubness[m][1].any() for m in searcher.weights) == (
+        searcher.index.hubness_k > 0
+    )
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("damaged", ["search_index", "wikidata_formulae"])
 def test_a_damaged_table_is_one_clear_error(lake: UPath, tmp_path: Path, damaged: str) -> None:
     for table in Path(str(lake)).glob("*.parquet"):
