@@ -19,10 +19,15 @@ from formula_assets.evaluation.ranking import CHUNK, CosineScorer, Scorer, norma
 
 # The neighbourhood sizes the ensemble chooses from (with its weights, on the selection split)
 HUBNESS_KS = (0, 5, 10)
+# Hubness is rounded to this many decimals: the last bits of a matrix product depend on the
+# BLAS's thread count and CPU, and the search index that stores it must have one data version
+# wherever it is built (a local refresh, a Celery worker).
+HUBNESS_DECIMALS = 6
 
 
 def hubness(vectors: np.ndarray, references: np.ndarray, k: int) -> np.ndarray:
-    """Per row of `vectors`: the mean cosine to its k nearest `references` (0 when k = 0)."""
+    """Per row of `vectors`: the mean cosine to its k nearest `references` (0 when k = 0),
+    rounded to `HUBNESS_DECIMALS`."""
     if k == 0:
         return np.zeros(len(vectors))
     if k > len(references):
@@ -33,7 +38,7 @@ def hubness(vectors: np.ndarray, references: np.ndarray, k: int) -> np.ndarray:
     for start in range(0, len(vecs), CHUNK):
         cosines = vecs[start : start + CHUNK] @ refs.T
         out[start : start + CHUNK] = np.partition(cosines, -k, axis=1)[:, -k:].mean(axis=1)
-    return out
+    return np.round(out, HUBNESS_DECIMALS)
 
 
 @dataclass
