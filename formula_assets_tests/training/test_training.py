@@ -84,13 +84,18 @@ def chance_mrr(candidates: int) -> float:
 @pytest.mark.parametrize("method", METHODS)
 def test_validation_mrr_rises_well_above_chance(trained, method: str) -> None:
     model = trained[method]
-    history = model.history
     chance = chance_mrr(model.config["split_sizes"]["validation"])
     assert model.config["best_validation_mrr"] > 1.5 * chance
-    assert model.config["best_validation_mrr"] > history[0]["validation_mrr"]
-    best = max(h["validation_mrr"] for h in history)
-    assert model.config["best_validation_mrr"] == pytest.approx(best)
-    assert history[model.config["best_epoch"] - 1]["validation_mrr"] == pytest.approx(best)
+    assert len(model.config["runs"]) == PROFILE.settings(method).runs
+    for run, summary in enumerate(model.config["runs"]):  # each run stopped on its own best
+        history = [h for h in model.history if h["run"] == run]
+        assert summary["epochs_run"] == len(history)
+        best = max(h["validation_mrr"] for h in history)
+        assert summary["best_validation_mrr"] == pytest.approx(best)
+        assert best > history[0]["validation_mrr"]
+        assert history[summary["best_epoch"] - 1]["validation_mrr"] == pytest.approx(best)
+    if len(model.config["runs"]) == 1:  # the model is its one run
+        assert model.config["best_validation_mrr"] == pytest.approx(best)
 
 
 @pytest.mark.parametrize("method", METHODS)
@@ -214,9 +219,9 @@ def test_few_optimiser_steps_train_without_error(data, method: str, epochs: int,
         PROFILE.settings(method), epochs=epochs, batch_size=batch_size, patience=epochs
     )
     model = train_fold(method, 1, data, dataclasses.replace(PROFILE, **{method: settings}))
-    assert len(model.history) == epochs
+    assert len(model.history) == epochs * settings.runs
     assert all(np.isfinite(h["loss"]) for h in model.history)
-    assert 1 <= model.config["best_epoch"] <= epochs
+    assert all(1 <= r["best_epoch"] <= epochs for r in model.config["runs"])
 
 
 def test_a_formula_context_model_is_rebuilt_from_its_config(trained, data) -> None:
