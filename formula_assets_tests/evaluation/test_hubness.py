@@ -11,6 +11,7 @@ from formula_assets.core.protocol import ENSEMBLE_MEMBERS
 from formula_assets.evaluation.ensemble import EnsembleChoice, choose_ensemble, ensemble_scorers
 from formula_assets.evaluation.hubness import (
     HUBNESS_DECIMALS,
+    HUBNESS_KS,
     HubnessScorer,
     corrected_scorers,
     hubness,
@@ -112,3 +113,20 @@ def test_the_ensemble_corrects_hubness_when_the_selection_split_says_so() -> Non
     assert choose_ensemble(selection, tiny).hubness_k == 0  # k = 5 and 10 do not fit 3 formulae
     with pytest.raises(ValueError, match="no hubness k"):
         choose_ensemble(selection, tiny, ks=(5,))
+
+
+def test_the_declared_grid_and_its_ties() -> None:
+    """k comes from the grid the README declares; where every k ranks the selection split
+    alike, the first in grid order is kept (0: no correction), and a k equal to the number of
+    training formulae still fits."""
+    assert HUBNESS_KS == (0, 5, 10)
+    eye = np.eye(12)
+    perfect = {m: (eye.copy(), eye.copy()) for m in ENSEMBLE_MEMBERS}  # MRR 1 for every k
+    rng = np.random.default_rng(4)
+    reference = {
+        m: (rng.normal(size=(10, 12)), rng.normal(size=(10, 12))) for m in ENSEMBLE_MEMBERS
+    }
+    assert choose_ensemble(perfect, reference).hubness_k == 0
+    assert choose_ensemble(perfect, reference, ks=(5, 10, 0)).hubness_k == 5
+    five = {m: (s[:5], t[:5]) for m, (s, t) in reference.items()}
+    assert choose_ensemble(perfect, five, ks=(5,)).hubness_k == 5
