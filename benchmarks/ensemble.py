@@ -19,7 +19,7 @@ from benchmarks.common import print_table, write_result
 from formula_assets.core import lake, settings
 from formula_assets.core.arrow import embedding_matrix
 from formula_assets.core.protocol import DIRECTIONS, FOLDS, TRAINED
-from formula_assets.evaluation.ensemble import choose_ensemble, ensemble_scorers
+from formula_assets.evaluation.ensemble import choose_ensemble, ensemble_scorers, member_hubness
 from formula_assets.evaluation.hubness import HUBNESS_KS
 from formula_assets.evaluation.ranking import Scorer, gold_ranks
 from formula_assets.evaluation.table2 import REFERENCE_SPLIT, WEIGHT_SPLIT, member_spaces
@@ -61,7 +61,8 @@ def run(root: UPath) -> dict:
             choice = choose_ensemble(spaces[WEIGHT_SPLIT], reference, ks)
             row = {"k": choice.hubness_k, "weights": choice.weights}
             for split in (WEIGHT_SPLIT, "validation", "test"):
-                metrics = _summary(*ensemble_scorers(choice, spaces[split], reference))
+                hubs = member_hubness(spaces[split], reference, choice.hubness_k)
+                metrics = _summary(*ensemble_scorers(choice, spaces[split], hubs))
                 row[split] = metrics
             per_variant[name].append(row)
     table = []

@@ -19,6 +19,7 @@ from formula_assets.core.protocol import ENSEMBLE_MEMBERS
 from formula_assets.evaluation.hubness import (
     HUBNESS_KS,
     Space,
+    SpaceHubness,
     corrected_scorers,
     space_hubness,
 )
@@ -120,7 +121,7 @@ def choose_ensemble(
     for k in ks:
         if k > fewest:
             continue
-        forward, backward = corrected_members(selection, reference, k)
+        forward, backward = corrected_members(selection, member_hubness(selection, reference, k))
         weights, quality = best_weights(
             [forward[m] for m in ENSEMBLE_MEMBERS], [backward[m] for m in ENSEMBLE_MEMBERS]
         )
@@ -131,20 +132,27 @@ def choose_ensemble(
     return best[1]
 
 
-def corrected_members(
+def member_hubness(
     spaces: Mapping[str, Space], reference: Mapping[str, Space], k: int
+) -> dict[str, SpaceHubness]:
+    """Per member: each formula's hubness as a candidate, against the reference split."""
+    return {m: space_hubness(spaces[m], reference[m], k) for m in ENSEMBLE_MEMBERS}
+
+
+def corrected_members(
+    spaces: Mapping[str, Space], hubs: Mapping[str, SpaceHubness]
 ) -> tuple[dict[str, Scorer], dict[str, Scorer]]:
     """Per member: its hubness-corrected scorers of both directions."""
     forward, backward = {}, {}
     for member in ENSEMBLE_MEMBERS:
-        hub = space_hubness(spaces[member], reference[member], k)
-        forward[member], backward[member] = corrected_scorers(spaces[member], hub)
+        forward[member], backward[member] = corrected_scorers(spaces[member], hubs[member])
     return forward, backward
 
 
 def ensemble_scorers(
-    choice: EnsembleChoice, spaces: Mapping[str, Space], reference: Mapping[str, Space]
+    choice: EnsembleChoice, spaces: Mapping[str, Space], hubs: Mapping[str, SpaceHubness]
 ) -> tuple[Scorer, Scorer]:
-    """The ensemble's (syntactic → semantic, semantic → syntactic) scorers over `spaces`."""
-    forward, backward = corrected_members(spaces, reference, choice.hubness_k)
+    """The ensemble's (syntactic → semantic, semantic → syntactic) scorers over `spaces`,
+    `hubs` being the members' hubness there with the chosen k (`member_hubness`)."""
+    forward, backward = corrected_members(spaces, hubs)
     return ensemble_scorer(choice.weights, forward), ensemble_scorer(choice.weights, backward)

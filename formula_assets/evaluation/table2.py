@@ -20,7 +20,12 @@ import pyarrow as pa
 
 from formula_assets.core.protocol import ALL_METHODS, DIRECTIONS, ENSEMBLE, TRAINED
 from formula_assets.evaluation.bm25 import bm25_scorer
-from formula_assets.evaluation.ensemble import EnsembleChoice, choose_ensemble, ensemble_scorers
+from formula_assets.evaluation.ensemble import (
+    EnsembleChoice,
+    choose_ensemble,
+    ensemble_scorers,
+    member_hubness,
+)
 from formula_assets.evaluation.hubness import Space
 from formula_assets.evaluation.inputs import EvaluationInputs
 from formula_assets.evaluation.ranking import (
@@ -156,8 +161,9 @@ def evaluate(
         sem_docs = [inputs.semantic_text[q] for q in test_qids]
         test[("bm25", DIRECTIONS[0])] = bm25_scorer(opt_docs, sem_docs)
         test[("bm25", DIRECTIONS[1])] = bm25_scorer(sem_docs, opt_docs)
+        hubs = member_hubness(spaces, ensemble.reference, ensemble.choice.hubness_k)
         test[(ENSEMBLE, DIRECTIONS[0])], test[(ENSEMBLE, DIRECTIONS[1])] = ensemble_scorers(
-            ensemble.choice, spaces, ensemble.reference
+            ensemble.choice, spaces, hubs
         )
         for method in ALL_METHODS:
             for direction in DIRECTIONS:

@@ -21,9 +21,9 @@ import pyarrow as pa
 
 from formula_assets.core.arrow import vectors
 from formula_assets.core.lake import ROW_GROUP_ROWS_KEY
-from formula_assets.core.protocol import DIRECTIONS, ENSEMBLE, ENSEMBLE_MEMBERS, TRAINED
-from formula_assets.evaluation.ensemble import EnsembleChoice, ensemble_scorer
-from formula_assets.evaluation.hubness import SpaceHubness, corrected_scorers, space_hubness
+from formula_assets.core.protocol import DIRECTIONS, ENSEMBLE, TRAINED
+from formula_assets.evaluation.ensemble import EnsembleChoice, ensemble_scorers, member_hubness
+from formula_assets.evaluation.hubness import SpaceHubness
 from formula_assets.evaluation.ranking import CosineScorer, Scorer, gold_ranks
 from formula_assets.evaluation.table2 import SplitVectors, fold_ensemble
 from formula_assets.search.layout import (
@@ -97,10 +97,7 @@ def build_search_index(
         }
         qids, splits, spaces = _fold_vectors(members, opt_vectors, semantic_vectors)
         items = len(qids)
-        hubs = {
-            method: space_hubness(space, ensemble.reference[method], ensemble.choice.hubness_k)
-            for method, space in spaces.items()
-        }
+        hubs = member_hubness(spaces, ensemble.reference, ensemble.choice.hubness_k)
         for method, (structural, semantic) in spaces.items():
             parts.append(_rows(fold, method, qids, splits, structural, semantic, hubs[method]))
         per_fold[fold] = held_out_quality(
@@ -169,10 +166,9 @@ def held_out_quality(
             forward,
             forward.reverse(),
         )
-    corrected = {m: corrected_scorers(spaces[m], hubs[m]) for m in ENSEMBLE_MEMBERS}
-    for i, direction in enumerate(DIRECTIONS):
-        members = {m: corrected[m][i] for m in ENSEMBLE_MEMBERS}
-        scorers[(ENSEMBLE, direction)] = ensemble_scorer(choice.weights, members)
+    scorers[(ENSEMBLE, DIRECTIONS[0])], scorers[(ENSEMBLE, DIRECTIONS[1])] = ensemble_scorers(
+        choice, spaces, hubs
+    )
     return {
         method: {d: gold_ranks(scorers[(method, d)], rows).summary() for d in DIRECTIONS}
         for method in SEARCH_METHODS

@@ -8,6 +8,7 @@ semantic projection head over `semantic_embeddings` and the same loss.
 
 from __future__ import annotations
 
+import dataclasses
 import platform
 import time
 from collections.abc import Callable
@@ -258,6 +259,15 @@ def train_fold(
     trained: list[torch.nn.Module] = []
     runs: list[dict[str, Any]] = []
     history: list[dict[str, float]] = []
+    run_settings = TrainSettings(
+        epochs=settings.epochs,
+        batch_size=settings.batch_size,
+        learning_rate=settings.learning_rate,
+        weight_decay=settings.weight_decay,
+        intra_weight=settings.intra_weight,
+        patience=settings.patience,
+        seed=seed,
+    )
     with deterministic(device) as determinism:
         for run in range(settings.runs):
             run_seed = seed + RUN_SEED_STRIDE * run
@@ -270,15 +280,7 @@ def train_fold(
                 semantic,
                 train_rows,
                 validation_rows,
-                TrainSettings(
-                    epochs=settings.epochs,
-                    batch_size=settings.batch_size,
-                    learning_rate=settings.learning_rate,
-                    weight_decay=settings.weight_decay,
-                    intra_weight=settings.intra_weight,
-                    patience=settings.patience,
-                    seed=run_seed,
-                ),
+                dataclasses.replace(run_settings, seed=run_seed),
                 log,
             )
             trained.append(module)

@@ -8,7 +8,12 @@ import numpy as np
 import pytest
 
 from formula_assets.core.protocol import ENSEMBLE_MEMBERS
-from formula_assets.evaluation.ensemble import EnsembleChoice, choose_ensemble, ensemble_scorers
+from formula_assets.evaluation.ensemble import (
+    EnsembleChoice,
+    choose_ensemble,
+    ensemble_scorers,
+    member_hubness,
+)
 from formula_assets.evaluation.hubness import (
     HUBNESS_DECIMALS,
     HUBNESS_KS,
@@ -81,12 +86,12 @@ def test_each_test_query_is_ranked_on_its_own() -> None:
     rng = np.random.default_rng(2)
     spaces, reference = _members(rng, 20, 1.0), _members(rng, 50, 1.0)
     choice = EnsembleChoice(dict(zip(ENSEMBLE_MEMBERS, (0.5, 0.3, 0.2), strict=True)), 5)
-    forward, backward = ensemble_scorers(choice, spaces, reference)
+    forward, backward = ensemble_scorers(choice, spaces, member_hubness(spaces, reference, 5))
     other = {m: (s.copy(), t.copy()) for m, (s, t) in spaces.items()}
     for structural, semantic in other.values():
         structural[1:] = rng.normal(size=structural[1:].shape)  # other formula queries
         semantic[1:] = rng.normal(size=semantic[1:].shape)  # and other text queries
-    forward2, backward2 = ensemble_scorers(choice, other, reference)
+    forward2, backward2 = ensemble_scorers(choice, other, member_hubness(other, reference, 5))
     first = np.array([0])
     # the candidates changed, but query 0's score of itself and of unchanged candidates did not
     assert forward2.block(first)[0, 0] == pytest.approx(forward.block(first)[0, 0])
