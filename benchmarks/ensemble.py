@@ -106,4 +106,7 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--lake", help="the data lake (default: FORMULA_ASSETS_DATA_LAKE)")
     args = parser.parse_args()
-    run(UPath(args.lake or settings.data_lake_url()))
+    try:
+        run(UPath(args.lake or settings.data_lake_url()))
+    except FileNotFoundError as exc:  # a lake without the models or embeddings Table 2 needs
+        raise SystemExit(f"benchmarks.ensemble: {exc}; run `make run` on that lake") from None
