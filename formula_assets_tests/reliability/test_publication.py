@@ -22,7 +22,9 @@ from upath import UPath
 
 from formula_assets.cli.stale import stale_entries
 from formula_assets.core import lake as data_lake
+from formula_assets.core.checks import Outcome
 from formula_assets.core.hashing import table_content_hash
+from formula_assets.defs.checks import check_result
 from formula_assets.defs.ingest.wikidata_formulae import (
     wikidata_formulae,
     wikidata_formulae_mathml_present,
@@ -237,6 +239,47 @@ def test_a_first_version_that_fails_its_check_publishes_nothing(
     assert "wikidata_formulae has no published version" in message
     assert rejected.run_id in message
     assert not (tmp_path / "opt_graphs.parquet").exists()
+
+
+class RowsConfig(dg.Config):
+    rows: int = 3
+
+
+@dg.asset(name="counts")
+def warned_counts(config: RowsConfig) -> dg.Output[pa.Table]:
+    table = pa.table({"n": list(range(config.rows))})
+    return dg.Output(table, data_version=dg.DataVersion(table_content_hash(table)))
+
+
+@dg.asset_check(asset=warned_counts, blocking=True)
+def counts_at_most_three(counts: pa.Table) -> dg.AssetCheckResult:
+    outcome = Outcome(counts.num_rows <= 3, f"{counts.num_rows} rows")
+    return check_result(outcome, dg.AssetCheckSeverity.WARN)
+
+
+@dg.asset
+def counts_copy(counts: pa.Table) -> pa.Table:
+    return counts
+
+
+def test_a_failed_warning_publishes_and_lineage_stays_its_own(tmp_path: Path) -> None:
+    """A blocking check of WARN severity lets the version through: it is published, its own
+    materialization stays the latest, and a child of the same run records that version."""
+    instance = dg.DagsterInstance.ephemeral()
+    for rows in (3, 5):  # 5 rows: the warning fails
+        run = dg.materialize(
+            [warned_counts, counts_at_most_three, counts_copy],
+            resources={"io_manager": DataLakeIOManager(base_path=str(tmp_path))},
+            instance=instance,
+            run_config=dg.RunConfig({"counts": RowsConfig(rows=rows)}),
+        )
+    assert checks_of(run) == {"counts_at_most_three": False}
+    table = data_lake.read_parquet(UPath(tmp_path / "counts.parquet"))
+    assert table.num_rows == 5
+    latest = instance.get_latest_materialization_event(dg.AssetKey("counts"))
+    assert latest is not None and latest.run_id == run.run_id
+    assert latest.asset_materialization.tags["dagster/data_version"] == table_content_hash(table)
+    assert input_version(run, "counts_copy", "counts") == table_content_hash(table)
 
 
 # Step processes fork from a server that imported the project once (spawning each is slow).
