@@ -13,6 +13,9 @@ finds nothing staged and changes nothing.
 A version whose check failed stays staged, for inspection, and the published file keeps the
 last good version. When the table is next written, the staged versions of finished runs are
 removed; versions of runs still in progress are never touched.
+
+Every table carries the id of the run that wrote it in its schema metadata (outside its
+content hash), so the published file names the materialization it is.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from formula_assets.core import lake
 STAGED_FOLDER = "_staged"
 PASSED = ".passed."
 MANIFEST = ".json"
+RUN_KEY = b"formula_assets.run_id"
 
 
 @dataclass(frozen=True)
@@ -81,6 +85,20 @@ def stage(version: StagedVersion, table: pa.Table, checks: Sequence[str]) -> Non
     lake.write_parquet_atomic(table, version.table)
 
 
+def stamped(table: pa.Table, run_id: str) -> pa.Table:
+    """The table with `run_id` as the run that wrote it."""
+    return table.replace_schema_metadata({**(table.schema.metadata or {}), RUN_KEY: run_id})
+
+
+def written_by(path: UPath) -> str | None:
+    """The run that wrote the table at `path`; None when there is none, or it is unstamped."""
+    try:
+        run_id = (lake.read_parquet_schema(path).metadata or {}).get(RUN_KEY)
+    except FileNotFoundError:
+        return None
+    return run_id.decode() if run_id else None
+
+
 def read_staged(version: StagedVersion) -> pa.Table | None:
     """The staged table, or None when there is none (never staged, published or swept)."""
     try:
@@ -127,11 +145,8 @@ def sweep(root: UPath, published: UPath, keep: str, finished: Callable[[str], bo
     crash mid-publication), except run `keep`'s. Returns the run ids removed."""
     folder = staged_folder(root, published)
     names = _names(folder)
-    runs = sorted(
-        n.removesuffix(MANIFEST) for n in names if n.endswith(MANIFEST) and not n.startswith(".")
-    )
     removed = []
-    for run_id in runs:
+    for run_id in _runs(names):
         if run_id == keep or not finished(run_id):
             continue
         mine = (f"{run_id}.", f".{run_id}.")  # its files and its writes' temporary files
@@ -143,6 +158,17 @@ def sweep(root: UPath, published: UPath, keep: str, finished: Callable[[str], bo
     if removed:
         _prune(folder)
     return removed
+
+
+def staged_runs(root: UPath, published: UPath) -> list[str]:
+    """The runs with a version of `published` staged."""
+    return _runs(_names(staged_folder(root, published)))
+
+
+def _runs(names: Sequence[str]) -> list[str]:
+    return sorted(
+        n.removesuffix(MANIFEST) for n in names if n.endswith(MANIFEST) and not n.startswith(".")
+    )
 
 
 def _names(folder: UPath) -> list[str]:

@@ -3,7 +3,8 @@
 A table that blocking checks of the same run gate is staged, not published: readers of the
 documented path (search, the report, notebooks, later runs) keep the last good version until
 those checks pass (`defs.publication`, `core.staging`). Steps of the run that made a staged
-version (its checks) read that version.
+version (its checks) read that version. Each table names the run that wrote it, and after a
+step the asset's latest materialization is made the published table's (`defs.publication`).
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ class ParquetUPathIOManager(dg.UPathIOManager):
         return super().make_safe_partition_path(base_path, escape_dotdot_segments(partition))
 
     def dump_to_path(self, context: dg.OutputContext, obj: Any, path: UPath) -> None:
-        table = as_arrow(obj)
+        table = publication.stamp(context, as_arrow(obj))
         checks = publication.gating_checks(context)
         publication.sweep(context, self._base_path, path)
         if not checks:
@@ -49,7 +50,10 @@ class ParquetUPathIOManager(dg.UPathIOManager):
     def load_from_path(self, context: dg.InputContext, path: UPath) -> pa.Table | pd.DataFrame:
         table = self._staged_input(context, path)
         if table is None:
-            table = lake.read_parquet(path)
+            try:
+                table = lake.read_parquet(path)
+            except FileNotFoundError:
+                raise publication.unpublished(context, self._base_path, path) from None
         wanted = context.dagster_type.typing_type if context.dagster_type else None
         return table if wanted is pa.Table else table.to_pandas()
 
@@ -95,6 +99,9 @@ class DataLakeIOManager(dg.ConfigurableIOManagerFactory):
 
     def create_io_manager(self, context: dg.InitResourceContext) -> ParquetUPathIOManager:
         return ParquetUPathIOManager(base_path=UPath(self.base_path or settings.data_lake_url()))
+
+    def teardown_after_execution(self, context: dg.InitResourceContext) -> None:
+        publication.record_published(context)
 
 
 class ModelUPathIOManager(dg.UPathIOManager):

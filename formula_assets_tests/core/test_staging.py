@@ -12,6 +12,7 @@ import pytest
 from upath import UPath
 
 from formula_assets.core import lake, staging
+from formula_assets.core.hashing import table_content_hash
 
 OLD = pa.table({"qid": ["Q1", "Q2"], "v": [1.0, 2.0]})
 NEW = pa.table({"qid": ["Q1", "Q2", "Q3"], "v": [3.0, 4.0, 5.0]})
@@ -60,6 +61,22 @@ def test_a_failed_check_leaves_the_version_staged(tmp_path: Path) -> None:
     staging.record_pass(version, "asset:a")  # asset:b failed: it records nothing
     assert lake.read_parquet(version.published).equals(OLD)
     assert staging.read_staged(version).equals(NEW)
+
+
+def test_a_published_table_names_the_run_that_wrote_it(tmp_path: Path) -> None:
+    """Whichever run publishes it, the file says whose materialization it is; the stamp is
+    metadata, so the data version (the content hash) is the same with it or without."""
+    root = UPath(tmp_path)
+    published = root / "asset.parquet"
+    assert staging.written_by(published) is None  # nothing published
+    lake.write_parquet_atomic(OLD, published)
+    assert staging.written_by(published) is None  # written before stamps
+    version = staging.staged_version(root, published, "run-2")
+    staging.stage(version, staging.stamped(NEW, "run-2"), ["asset:a"])
+    assert staging.staged_runs(root, published) == ["run-2"]
+    assert staging.record_pass(version, "asset:a")
+    assert staging.written_by(published) == "run-2" and staging.staged_runs(root, published) == []
+    assert table_content_hash(lake.read_parquet(published)) == table_content_hash(NEW)
 
 
 def test_a_sweep_removes_versions_of_finished_runs_only(tmp_path: Path) -> None:

@@ -20,7 +20,11 @@ import pyarrow as pa
 import pytest
 from upath import UPath
 
+from formula_assets.cli.stale import stale_entries
 from formula_assets.core import lake as data_lake
+from formula_assets.core.checks import Outcome
+from formula_assets.core.hashing import table_content_hash
+from formula_assets.defs.checks import check_result
 from formula_assets.defs.ingest.wikidata_formulae import (
     wikidata_formulae,
     wikidata_formulae_mathml_present,
@@ -28,9 +32,10 @@ from formula_assets.defs.ingest.wikidata_formulae import (
     wikidata_formulae_unique_qid,
 )
 from formula_assets.defs.io_managers import DataLakeIOManager
+from formula_assets.defs.publication import REJECTED_RUN_TAG
 from formula_assets.defs.resources.wikidata import WikidataResource
 from formula_assets.defs.syntax.opt_graphs import parse_formulae
-from formula_assets.ingest.records import FormulaRecord, records_to_table
+from formula_assets.ingest.records import VOLATILE_COLUMNS, FormulaRecord, records_to_table
 
 INGEST = [
     wikidata_formulae,
@@ -56,12 +61,12 @@ class Snapshot:
         }
 
     def materialize(
-        self, selection: object, sample: int | None = None, floor: int = 10
+        self, selection: object, sample: int | None = None, floor: int = 10, assets=INGEST
     ) -> dg.ExecuteInProcessResult:
         self.monkeypatch.setenv("FORMULA_ASSETS_MIN_FORMULAE", str(floor))
         config = {"wikidata_formulae": {"config": {"sample": sample}}} if sample else {}
         return dg.materialize(
-            INGEST,
+            assets,
             resources=self.resources,
             instance=self.instance,
             selection=selection,  # type: ignore[arg-type]
@@ -77,6 +82,28 @@ class Snapshot:
 
     def staged_files(self) -> list[Path]:
         return sorted(p for p in (self.lake / "_staged").rglob("*") if p.is_file())
+
+    def published_version(self) -> str:
+        """The data version of the published `wikidata_formulae`, from the file itself."""
+        table = data_lake.read_parquet(UPath(self.lake / "wikidata_formulae.parquet"))
+        return table_content_hash(table, VOLATILE_COLUMNS)
+
+    def latest_version(self, name: str = "wikidata_formulae") -> str | None:
+        event = self.instance.get_latest_materialization_event(dg.AssetKey(name))
+        return event.asset_materialization.tags.get("dagster/data_version") if event else None
+
+    def status(self, name: str, assets=INGEST) -> str:
+        """Dagster's own staleness of an asset, as `formula-assets stale` reports it."""
+        defs = dg.Definitions(assets=assets, resources=self.resources)
+        entries = stale_entries(defs, self.instance)
+        found = {str(e.target): f"{e.status} {'; '.join(e.causes)}" for e in entries}
+        return found.get(name, "FRESH")
+
+
+def input_version(run: dg.ExecuteInProcessResult, child: str, parent: str) -> str:
+    """The data version of `parent` that `child`'s materialization in `run` records as read."""
+    [event] = [e for e in run.get_asset_materialization_events() if e.asset_key.path == [child]]
+    return event.materialization.tags[f"dagster/input_data_version/{parent}"]
 
 
 def checks_of(result: dg.ExecuteInProcessResult) -> dict[str, bool]:
@@ -133,6 +160,128 @@ def test_a_check_run_on_its_own_publishes_the_version_it_passes(
     assert not snapshot.staged(rejected).exists()
 
 
+def test_after_a_failed_check_lineage_names_the_published_version(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The asset's latest materialization describes the table readers get: a child built
+    after a rejection records the data version of the table it read, and so does one built
+    after the failed check, run again on its own, published the staged version."""
+    snapshot = Snapshot(tmp_path, monkeypatch)
+    good = snapshot.materialize(["wikidata_formulae"], sample=30)
+    assert good.success
+    rejected = snapshot.materialize(["wikidata_formulae"], sample=20, floor=25)
+    assert not rejected.success
+    [rejected_version] = {
+        e.materialization.tags["dagster/data_version"]
+        for e in rejected.get_asset_materialization_events()
+    }
+    good_version = snapshot.published_version()
+    assert rejected_version != good_version
+    assert snapshot.latest_version() == good_version
+    event = snapshot.instance.get_latest_materialization_event(wikidata_formulae.key)
+    latest = event.asset_materialization if event else dg.AssetMaterialization("none")
+    assert (latest.tags or {}).get(REJECTED_RUN_TAG) == rejected.run_id
+    assert f"run {good.run_id}'s version, recorded again" in (latest.description or "")
+    # The failed evaluation stays on the materialization it judged, the rejected one.
+    [failed] = [e for e in rejected.get_asset_check_evaluations() if not e.passed]
+    assert failed.target_materialization_data.run_id == rejected.run_id
+
+    child = snapshot.materialize(["opt_graphs"])
+    assert child.success
+    assert input_version(child, "opt_graphs", "wikidata_formulae") == good_version
+    assert snapshot.status("wikidata_formulae") == snapshot.status("opt_graphs") == "FRESH"
+
+    rechecked = snapshot.materialize(dg.AssetSelection.checks(wikidata_formulae_row_count))
+    assert rechecked.success and len(snapshot.published()) == 20
+    assert snapshot.latest_version() == snapshot.published_version() == rejected_version
+    assert snapshot.status("wikidata_formulae") == "FRESH"
+    assert snapshot.status("opt_graphs") == (
+        "STALE has a new dependency data version (wikidata_formulae)"
+    )
+    child = snapshot.materialize(["opt_graphs"])
+    assert input_version(child, "opt_graphs", "wikidata_formulae") == rejected_version
+    assert snapshot.status("opt_graphs") == "FRESH"
+
+
+def test_a_rejected_code_version_leaves_the_asset_unsynced(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The rejected build ran new code; the published table was made by the old one, so the
+    asset must still show the code change until a build of the new code is published."""
+    snapshot = Snapshot(tmp_path, monkeypatch)
+    assert snapshot.materialize(["wikidata_formulae"], sample=30).success
+    changed = [
+        wikidata_formulae.map_asset_specs(lambda spec: spec.replace_attributes(code_version="new")),
+        *INGEST[1:],
+    ]
+    rejected = snapshot.materialize(["wikidata_formulae"], sample=20, floor=25, assets=changed)
+    assert not rejected.success
+    assert snapshot.status("wikidata_formulae", changed) == "STALE has a new code version"
+
+    assert snapshot.materialize(["wikidata_formulae"], sample=25, assets=changed).success
+    assert snapshot.status("wikidata_formulae", changed) == "FRESH"
+
+
+def test_a_first_version_that_fails_its_check_publishes_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With no earlier version there is nothing to show: a child run fails at once, saying
+    why, and does not read the rejected table."""
+    snapshot = Snapshot(tmp_path, monkeypatch)
+    rejected = snapshot.materialize(["wikidata_formulae"], sample=20, floor=25)
+    assert not rejected.success and not (tmp_path / "wikidata_formulae.parquet").exists()
+    assert snapshot.staged(rejected).exists()
+
+    child = snapshot.materialize(["opt_graphs"])
+    assert not child.success
+    [failure] = [e for e in child.all_events if e.is_step_failure]
+    message = failure.step_failure_data.error.to_string()
+    assert "wikidata_formulae has no published version" in message
+    assert rejected.run_id in message
+    assert not (tmp_path / "opt_graphs.parquet").exists()
+
+
+class RowsConfig(dg.Config):
+    rows: int = 3
+
+
+@dg.asset(name="counts")
+def warned_counts(config: RowsConfig) -> dg.Output[pa.Table]:
+    table = pa.table({"n": list(range(config.rows))})
+    return dg.Output(table, data_version=dg.DataVersion(table_content_hash(table)))
+
+
+@dg.asset_check(asset=warned_counts, blocking=True)
+def counts_at_most_three(counts: pa.Table) -> dg.AssetCheckResult:
+    outcome = Outcome(counts.num_rows <= 3, f"{counts.num_rows} rows")
+    return check_result(outcome, dg.AssetCheckSeverity.WARN)
+
+
+@dg.asset
+def counts_copy(counts: pa.Table) -> pa.Table:
+    return counts
+
+
+def test_a_failed_warning_publishes_and_lineage_stays_its_own(tmp_path: Path) -> None:
+    """A blocking check of WARN severity lets the version through: it is published, its own
+    materialization stays the latest, and a child of the same run records that version."""
+    instance = dg.DagsterInstance.ephemeral()
+    for rows in (3, 5):  # 5 rows: the warning fails
+        run = dg.materialize(
+            [warned_counts, counts_at_most_three, counts_copy],
+            resources={"io_manager": DataLakeIOManager(base_path=str(tmp_path))},
+            instance=instance,
+            run_config=dg.RunConfig({"counts": RowsConfig(rows=rows)}),
+        )
+    assert checks_of(run) == {"counts_at_most_three": False}
+    table = data_lake.read_parquet(UPath(tmp_path / "counts.parquet"))
+    assert table.num_rows == 5
+    latest = instance.get_latest_materialization_event(dg.AssetKey("counts"))
+    assert latest is not None and latest.run_id == run.run_id
+    assert latest.asset_materialization.tags["dagster/data_version"] == table_content_hash(table)
+    assert input_version(run, "counts_copy", "counts") == table_content_hash(table)
+
+
 # Step processes fork from a server that imported the project once (spawning each is slow).
 # The server keeps the environment of its start, so the floor is set once, not per run.
 FORKSERVER = dg.multiprocess_executor.configured(
@@ -183,6 +332,12 @@ def test_check_steps_in_their_own_processes_publish_only_a_passing_version(
         assert not rejected.success and len(pd.read_parquet(published)) == 30
         staged = lake / "_staged" / "wikidata_formulae" / f"{rejected.run_id}.parquet"
         assert len(pd.read_parquet(staged)) == 20
+        # The check step's own process records the published version again, as in one process.
+        latest = instance.get_latest_materialization_event(wikidata_formulae.key)
+        assert latest is not None and latest.run_id != rejected.run_id
+        table = data_lake.read_parquet(UPath(published))
+        expected = table_content_hash(table, VOLATILE_COLUMNS)
+        assert latest.asset_materialization.tags["dagster/data_version"] == expected
 
 
 class FormulaeConfig(dg.Config):
@@ -219,6 +374,15 @@ def test_in_step_checks_hold_back_both_tables_of_the_parse(tmp_path: Path, where
     def published(name: str) -> pa.Table:
         return data_lake.read_parquet(root / f"{name}.parquet")
 
+    def lineage_agrees() -> bool:
+        """Each table's latest materialization has the data version of its published file."""
+        return all(
+            (event := instance.get_latest_materialization_event(dg.AssetKey(name))) is not None
+            and event.asset_materialization.tags["dagster/data_version"]
+            == table_content_hash(published(name))
+            for name in ("opt_graphs", "rejected_formulae")
+        )
+
     def staged_objects() -> list[str]:
         folder = root / "_staged"
         return sorted(folder.fs.find(folder.path)) if folder.exists() else []
@@ -230,12 +394,13 @@ def test_in_step_checks_hold_back_both_tables_of_the_parse(tmp_path: Path, where
     assert not rejected.success
     assert checks_of(rejected)["opt_graphs_reject_rate"] is False
     assert (published("opt_graphs").num_rows, published("rejected_formulae").num_rows) == (200, 0)
+    assert lineage_agrees()
     for name, rows in (("opt_graphs", 150), ("rejected_formulae", 50)):
         staged = root / "_staged" / name / f"{rejected.run_id}.parquet"
         assert data_lake.read_parquet(staged).num_rows == rows
 
     assert parse(base, instance, good=180).success
     assert (published("opt_graphs").num_rows, published("rejected_formulae").num_rows) == (180, 0)
-    assert staged_objects() == []
+    assert staged_objects() == [] and lineage_agrees()
     if where == "memory":
         fsspec.filesystem("memory").rm(root.path, recursive=True)
