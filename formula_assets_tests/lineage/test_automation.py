@@ -11,6 +11,7 @@ import dagster as dg
 import pytest
 
 from formula_assets.defs.automation import automation_sensor, weekly_probe_schedule
+from formula_assets.defs.ingest.freshness import CURRENT_CHECK, wikidata_formulae_current
 from formula_assets.defs.ingest.wikidata_formulae import wikidata_formulae
 from formula_assets.defs.ingest.wikidata_probe import wikidata_probe
 from formula_assets.defs.io_managers import DataLakeIOManager
@@ -188,6 +189,7 @@ def semantic_chain(lake: Path, endpoint: str, cache: Path) -> dg.Definitions:
     assert set().union(*map(keys_of, assets)) == chain
     return dg.Definitions(
         assets=assets,
+        asset_checks=[wikidata_formulae_current],
         sensors=[automation_sensor()],
         resources={
             **project.resources,
@@ -198,15 +200,20 @@ def semantic_chain(lake: Path, endpoint: str, cache: Path) -> dg.Definitions:
     )
 
 
-def observe_sources(defs: dg.Definitions, instance: dg.DagsterInstance) -> str:
-    """Observe every observable source of the chain (the probe among them); the probe's version."""
+def observe_sources(defs: dg.Definitions, instance: dg.DagsterInstance) -> tuple[str, bool]:
+    """Observe every observable source of the chain (the probe among them), then run the
+    `wikidata_formulae_current` check, as the weekly job does: the probe's version, and
+    whether the check passed."""
     graph = defs.resolve_asset_graph()
     sources = [k for k in graph.get_all_asset_keys() if graph.get(k).is_observable]
-    job = dg.define_asset_job("observe_sources", selection=dg.AssetSelection.assets(*sources))
+    selection = dg.AssetSelection.assets(*sources) | dg.AssetSelection.checks(CURRENT_CHECK)
+    job = dg.define_asset_job("observe_sources", selection=selection)
     resolved = dg.Definitions.merge(defs, dg.Definitions(jobs=[job]))
-    assert resolved.resolve_job_def("observe_sources").execute_in_process(instance=instance).success
+    result = resolved.resolve_job_def("observe_sources").execute_in_process(instance=instance)
+    assert result.success
+    (check,) = result.get_asset_check_evaluations()
     record = instance.fetch_observations(dg.AssetKey("wikidata_probe"), limit=1).records[0]
-    return record.asset_observation.data_version
+    return record.asset_observation.data_version, check.passed
 
 
 def settle(
@@ -250,7 +257,7 @@ def test_a_concept_edit_reaches_the_semantic_embeddings(
     lake = tmp_path / "lake"
     with FakeWdqs(snapshot_world(records)) as server:
         defs = semantic_chain(lake, server.endpoint, tmp_path / "embedding_cache")
-        first = observe_sources(defs, instance)
+        first, _ = observe_sources(defs, instance)
         levels, cursor = settle(defs, instance, None)
         assert {"wikidata_formulae", "concept_annotations", "semantic_embeddings"} <= set().union(
             *levels
@@ -262,7 +269,7 @@ def test_a_concept_edit_reaches_the_semantic_embeddings(
 
         # The source is unchanged: the same fingerprint, and nothing is pulled or rebuilt.
         pulls = len(server.detail_requests())
-        assert observe_sources(defs, instance) == first
+        assert observe_sources(defs, instance) == (first, True)
         assert settle(defs, instance, cursor)[0] == []
         assert len(server.detail_requests()) == pulls
 
@@ -272,9 +279,12 @@ def test_a_concept_edit_reaches_the_semantic_embeddings(
         linking = {r.qid for r in records if any(c.qid == concept.qid for c in r.concepts)}
         new_label = f"{concept.label}, relabelled on Wikidata"
         server.edit(concept.qid, label=new_label)
-        assert observe_sources(defs, instance) != first
+        second, current = observe_sources(defs, instance)
+        assert second != first and not current  # the data is not built on what Wikidata holds
         levels, cursor = settle(defs, instance, cursor)
         assert levels == [{"wikidata_formulae"}, {"concept_annotations"}, {"semantic_embeddings"}]
+        assert observe_sources(defs, instance) == (second, True)
+        assert settle(defs, instance, cursor)[0] == []
 
     new_annotations, new_vectors = (
         table(lake, "concept_annotations"),
