@@ -15,6 +15,7 @@ from formula_assets.core import settings
 
 STEPS: list[list[str]] = [
     ["startup"],
+    ["probe"],
     ["parse"],
     ["embedding"],
     ["growth", "--scales", "1", "10", "100", "--embed-scales", "1", "10"],

@@ -3,9 +3,11 @@
 Tests exercise the real HTTP client (a requests session) against it, so timeouts,
 status codes, headers and broken bodies behave as they do on the wire.
 
-It holds a tiny in-memory Wikidata and answers the two queries of
+It holds a tiny in-memory Wikidata and answers the three queries of
 `formula_assets.ingest.sparql` by recognising them: the detail query by its `VALUES` block
-(whose `wd:Q…` tokens it reads), the list query by `wdt:P2534` without `VALUES`. Other queries
+(whose `wd:Q…` tokens it reads), the change probe by `schema:dateModified`, the list query by
+`wdt:P2534` without either. `edit` and `remove` change that Wikidata between requests as real
+edits do (an edit moves the entity's `schema:dateModified` on). Other queries
 get canned replies registered with `register(predicate, answer)`. Faults are scripted per
 request (`fail`, `hang`, `truncate`, `drop_connection`, `without_variables`, `empty`, or any
 `script(fault)`) and consumed by the next matching requests. Every request is recorded.
@@ -20,6 +22,7 @@ import threading
 import urllib.parse
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
@@ -197,8 +200,8 @@ def is_detail_query(query: str) -> bool:
 
 
 def is_probe_query(query: str) -> bool:
-    """The change probe: a count and the latest modification of the formula items."""
-    return "COUNT(" in query and "dateModified" in query
+    """The change probe: every formula item and linked concept with its modification time."""
+    return "schema:dateModified" in query and not is_detail_query(query)
 
 
 def is_list_query(query: str) -> bool:
@@ -206,12 +209,26 @@ def is_list_query(query: str) -> bool:
 
 
 def probe_rows(world: Mapping[str, Entity]) -> list[dict[str, Any]]:
-    items = [e for e in world.values() if e.formulae]
-    latest = max((e.modified for e in items), default=None)
-    row: dict[str, Any] = {"items": literal(str(len(items)), datatype=XSD_INTEGER)}
-    if latest is not None:
-        row["latest"] = literal(latest, datatype=XSD_DATETIME)
-    return [row]
+    """One row per (entity, role) as WDQS answers the probe: the formula items, and every
+    entity a formula item's symbol-qualified statement links that exists (has a date)."""
+    rows: dict[tuple[str, str], dict[str, Any]] = {}
+
+    def add(entity: Entity, role: str) -> None:
+        rows[(entity.qid, role)] = {
+            "entity": uri(ENTITY + entity.qid),
+            "modified": literal(entity.modified, datatype=XSD_DATETIME),
+            "role": literal(role),
+        }
+
+    for item in world.values():
+        if not item.formulae:
+            continue
+        add(item, "formula")
+        for statement in item.statements:
+            concept = world.get(statement.value) if statement.value else None
+            if statement.symbols and concept is not None:
+                add(concept, "concept")
+    return list(rows.values())
 
 
 def values_qids(query: str) -> list[str]:
@@ -427,6 +444,27 @@ class FakeWdqs:
 
         self.script(nothing, times=times, when=when)
 
+    # -- editing the in-memory Wikidata between requests
+
+    def edit(self, qid: str, *, modified: str | None = None, **changes: Any) -> Entity:
+        """Change an entity as a Wikidata edit does: the fields given (`label`,
+        `description`, `formulae`, `enwiki`, `statements`…) and `schema:dateModified`, one
+        second after the newest date in the world unless `modified` is given."""
+        with self._lock:
+            entity = replace(self.world[qid], **changes, modified=modified or self._later())
+            self.world[qid] = entity
+            return entity
+
+    def remove(self, qid: str) -> None:
+        """Delete an entity: it no longer answers any query."""
+        with self._lock:
+            del self.world[qid]
+
+    def _later(self) -> str:
+        newest = max((e.modified for e in self.world.values()), default="2026-01-01T00:00:00Z")
+        moment = datetime.fromisoformat(newest.replace("Z", "+00:00")) + timedelta(seconds=1)
+        return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
     # -- inspection
 
     def queries(self, when: Predicate | None = None) -> list[str]:
@@ -440,6 +478,10 @@ class FakeWdqs:
     def detail_requests(self) -> list[RecordedRequest]:
         with self._lock:
             return [r for r in self.requests if is_detail_query(r.query)]
+
+    def probe_requests(self) -> list[RecordedRequest]:
+        with self._lock:
+            return [r for r in self.requests if is_probe_query(r.query)]
 
     # -- answering
 

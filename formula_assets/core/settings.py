@@ -17,6 +17,7 @@ SOURCE_ENV = "FORMULA_ASSETS_SOURCE"
 EMBEDDING_MODEL_ENV = "FORMULA_ASSETS_EMBEDDING_MODEL"
 SPARQL_ENDPOINT_ENV = "FORMULA_ASSETS_SPARQL_ENDPOINT"
 DUMP_PATH_ENV = "FORMULA_ASSETS_DUMP_PATH"
+ACCEPT_PARTIAL_DUMP_ENV = "FORMULA_ASSETS_ACCEPT_PARTIAL_DUMP"
 USER_AGENT_ENV = "FORMULA_ASSETS_USER_AGENT"
 DATA_LAKE_ENV = "FORMULA_ASSETS_DATA_LAKE"
 MIN_FORMULAE_ENV = "FORMULA_ASSETS_MIN_FORMULAE"
@@ -68,6 +69,16 @@ def dump_path(override: str | None = None) -> str:
             "or the dump_path config to a .json, .json.gz or .json.bz2 file"
         )
     return value
+
+
+def accept_partial_dump(override: bool | None = None) -> bool:
+    """Read a dump cut off before its end (with a note) instead of refusing it."""
+    if override is not None:
+        return override
+    raw = (_env(ACCEPT_PARTIAL_DUMP_ENV) or "false").lower()
+    if raw not in ("1", "true", "yes", "on", "0", "false", "no", "off"):
+        raise ValueError(f"{ACCEPT_PARTIAL_DUMP_ENV} must be true or false, got {raw!r}")
+    return raw in ("1", "true", "yes", "on")
 
 
 def min_formulae(override: int | None = None) -> int:

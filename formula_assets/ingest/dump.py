@@ -23,8 +23,16 @@ in `DumpScan.notes`. Skipping keeps one damaged entity from losing a multi-hour 
 quarantine downstream never sees it. The file is rejected (`DumpError`) when it is not a dump at
 all: missing, unsupported extension, not decompressible or decodable (a truncated archive would
 silently drop the tail), empty, a first line that is neither `[` nor an entity, or no entity line
-anywhere. Lines skipped by the quick path are not validated; a damaged one is only noticed when
-it matters (it mentions P2534 or is a needed concept).
+anywhere (a file holding only `[` and `]` included). Lines skipped by the quick path are not
+validated; a damaged one is only noticed when it matters (it mentions P2534 or is a needed
+concept).
+
+Truncation. A dump cut off mid-way (a download or copy that stopped) may still decompress
+cleanly, e.g. an uncompressed `.json`, and its last line may be an entity cut in half that the
+quick path would pass over. So the end is checked: a dump that opens with `[` must close with
+`]`, and the last line of a bare dump must be JSON. A truncated dump is rejected, unless
+`accept_partial` is set: then the entities it holds are read and `DumpScan.notes` says it was
+partial.
 """
 
 from __future__ import annotations
@@ -43,6 +51,7 @@ from urllib.parse import quote
 
 from latex2mathml import converter
 
+from formula_assets.core.settings import ACCEPT_PARTIAL_DUMP_ENV
 from formula_assets.ingest.records import Concept, FormulaRecord, is_qid
 from formula_assets.ingest.snapshot import paper_folds
 
@@ -82,6 +91,7 @@ class DumpScan:
     parsed_lines: int = 0
     bad_lines: int = 0
     second_pass: bool = False
+    truncated: str | None = None  # why the dump is known to be cut off, if it is
     notes: list[str] = field(default_factory=list)
 
 
@@ -113,9 +123,12 @@ def dump_records(
     now: Callable[[], datetime] | None = None,
     *,
     progress_every: int = PROGRESS_EVERY,
+    accept_partial: bool = False,
 ) -> list[FormulaRecord]:
     """One `FormulaRecord` per formula item in the dump, sorted by numeric QID."""
-    return scan_dump(path, log, now, progress_every=progress_every).records
+    return scan_dump(
+        path, log, now, progress_every=progress_every, accept_partial=accept_partial
+    ).records
 
 
 def scan_dump(
@@ -124,14 +137,18 @@ def scan_dump(
     now: Callable[[], datetime] | None = None,
     *,
     progress_every: int = PROGRESS_EVERY,
+    accept_partial: bool = False,
 ) -> DumpScan:
-    """`dump_records` plus the line counts and dump-level notes (skipped lines)."""
+    """`dump_records` plus the line counts and dump-level notes (skipped lines, truncation).
+
+    A truncated dump is a `DumpError` unless `accept_partial`: then a note says what was read.
+    """
     if progress_every < 1:
         raise ValueError(f"progress_every must be positive, got {progress_every}")
     dump = _checked_path(path)
     emit: Log = log or (lambda _message: None)
     state = _State()
-    _first_pass(dump, state, emit, progress_every)
+    _first_pass(dump, state, emit, progress_every, accept_partial)
     missing = state.needed - state.found.keys()
     if missing:
         emit(f"dump pass 2: looking for {len(missing):,} concept(s) not found after pass 1")
@@ -215,12 +232,17 @@ def _parse(text: str) -> tuple[Json | None, str | None]:
     return value, None
 
 
-def _first_pass(path: Path, state: _State, emit: Log, every: int) -> None:
+def _first_pass(path: Path, state: _State, emit: Log, every: int, accept_partial: bool) -> None:
     scan = state.scan
     content_seen = False
+    opening = closing = ""  # the first and the last line with content
+    closing_number = 0
     for number, text in _lines(path):
         scan.lines = number
         content_seen = _first_pass_line(path, number, text, state, emit, content_seen)
+        if text:
+            opening = opening or text
+            closing, closing_number = text, number
         if number % every == 0:
             emit(
                 f"dump pass 1: {number:,} lines read, {len(state.formulas):,} formula items, "
@@ -228,8 +250,26 @@ def _first_pass(path: Path, state: _State, emit: Log, every: int) -> None:
             )
     if not content_seen:
         raise DumpError(f"{path}: empty file, not a Wikidata dump")
-    if scan.entity_lines == 0 and scan.bad_lines:
-        raise DumpError(f"{path}: no entity line, {scan.bad_lines:,} malformed line(s)")
+    scan.truncated = _truncation(opening, closing, closing_number)
+    if scan.truncated and not accept_partial:
+        raise DumpError(
+            f"{path}: truncated dump: {scan.truncated}. The file is incomplete (a download or "
+            "copy that stopped?); fetch it again, or set accept_partial_dump on the wikidata "
+            f"resource ({ACCEPT_PARTIAL_DUMP_ENV}=true) to read the entities it holds"
+        )
+    if scan.entity_lines == 0:
+        bad = f", {scan.bad_lines:,} malformed line(s)" if scan.bad_lines else ""
+        raise DumpError(f"{path}: no entity line{bad}; not a Wikidata dump")
+
+
+def _truncation(opening: str, closing: str, number: int) -> str | None:
+    """Why a dump whose first and last lines with content are these is cut off, if it is."""
+    if opening == "[" and closing != "]":
+        ending = "" if _parse(closing)[0] is not None else ", inside an entity"
+        return f"it opens with '[' but ends at line {number:,}{ending}, without the closing ']'"
+    if opening != "[" and closing != "]" and _parse(closing)[0] is None:
+        return f"its last line ({number:,}) is not a complete entity: {_excerpt(closing)}"
+    return None
 
 
 def _first_pass_line(
@@ -306,6 +346,10 @@ def _second_pass(path: Path, state: _State, missing: set[str], emit: Log, every:
 
 def _summarise(state: _State, emit: Log) -> None:
     scan = state.scan
+    if scan.truncated:
+        scan.notes.append(
+            f"partial dump accepted: {scan.truncated}; formula items past the cut are missing"
+        )
     if scan.bad_lines:
         scan.notes.append(f"{scan.bad_lines:,} malformed dump line(s) skipped")
     absent = state.needed - state.found.keys()
@@ -356,14 +400,28 @@ def _formula_statements(entity: Json) -> list[Json]:
     return _best_rank(_statements(entity, DEFINING_FORMULA))
 
 
-def _snak_kind(snak: Mapping[str, Any]) -> str:
-    """`value`, or the wording for a snak that carries none."""
+def _snak_kind(snak: object) -> str:
+    """`value`, or the wording for a snak that carries none, or for what it lacks."""
+    if not isinstance(snak, dict):
+        return "missing"
     kind = snak.get("snaktype")
+    if kind is None:
+        return "untyped"
     return {"somevalue": "unknown-value", "novalue": "no-value"}.get(str(kind), str(kind))
 
 
-def _snak_value(snak: Mapping[str, Any]) -> object:
-    return _mapping(snak.get("datavalue")).get("value")
+def _skipped(kind: str, what: str, whose: str = "") -> str:
+    """The note for a snak without a value: the kind it has (`unknown-value defining formula
+    skipped`), or what the statement lacks (`… without a mainsnak`, `… without a snaktype`)."""
+    if kind == "missing":
+        return f"{what} statement{whose} without a mainsnak skipped"
+    if kind == "untyped":
+        return f"{what} statement{whose} whose mainsnak has no snaktype skipped"
+    return f"{kind} {what}{whose} skipped"
+
+
+def _snak_value(snak: object) -> object:
+    return _mapping(_mapping(snak).get("datavalue")).get("value")
 
 
 def _item_id(value: object) -> str | None:
@@ -401,12 +459,14 @@ def _pending(entity: Json) -> _Pending:
 def _formula_tex(statements: list[Json], notes: list[str]) -> str | None:
     values: list[str] = []
     for statement in statements:
-        snak = _mapping(statement.get("mainsnak"))
+        snak = statement.get("mainsnak")
         value = _snak_value(snak)
         if _snak_kind(snak) != "value":
-            notes.append(f"{_snak_kind(snak)} defining formula skipped")
+            notes.append(_skipped(_snak_kind(snak), "defining formula"))
         elif isinstance(value, str):
             values.append(value)
+        else:
+            notes.append("defining formula statement without a TeX string value skipped")
     if not values:
         notes.append("no defining formula value")
         return None
@@ -425,14 +485,17 @@ def _concept_pairs(entity: Json, notes: list[str]) -> list[tuple[str, str | None
             symbols = _mapping(statement.get("qualifiers")).get(IN_DEFINING_FORMULA)
             if statement.get("rank") == "deprecated" or not isinstance(symbols, list):
                 continue
-            qid = _statement_concept(prop, _mapping(statement.get("mainsnak")), notes)
+            qid = _statement_concept(prop, statement.get("mainsnak"), notes)
             if qid is not None:
                 pairs.extend((qid, symbol) for symbol in _symbols(qid, symbols, notes))
     return pairs
 
 
-def _statement_concept(prop: str, snak: Mapping[str, Any], notes: list[str]) -> str | None:
+def _statement_concept(prop: str, snak: object, notes: list[str]) -> str | None:
     kind = _snak_kind(snak)
+    if kind in ("missing", "untyped"):
+        notes.append(_skipped(kind, f"{prop}", " with a symbol"))
+        return None
     if kind != "value":
         notes.append(f"{prop} statement with an {kind} concept skipped")
         return None
@@ -444,9 +507,15 @@ def _statement_concept(prop: str, snak: Mapping[str, Any], notes: list[str]) -> 
 
 def _symbols(qid: str, snaks: list[object], notes: list[str]) -> list[str | None]:
     symbols: list[str | None] = []
-    for snak in map(_mapping, snaks):
+    for snak in snaks:
         kind = _snak_kind(snak)
         tex = _snak_value(snak)
+        if kind == "missing":
+            notes.append(f"symbol of {qid} that is not a snak skipped")
+            continue
+        if kind == "untyped":
+            notes.append(f"symbol of {qid} without a snaktype skipped")
+            continue
         if kind != "value" or not isinstance(tex, str):
             notes.append(f"{kind if kind != 'value' else 'non-text'} symbol of {qid} skipped")
             continue

@@ -1,7 +1,10 @@
 """A cheap fingerprint of the formula source, so a scheduled probe can tell whether to rebuild.
 
 * snapshot: a hash of the packaged file: constant until the package changes;
-* sparql: the number of items with a defining formula and their latest modification time;
+* sparql: a digest of every formula item and every concept item it links, each with its
+  modification time (`sparql.PROBE_QUERY`): any edit the pull would see changes it (an item's
+  label, description, formula, symbols or sitelinks; a concept's label or description), and so
+  does an added, removed or relinked item; the number of formula items leads the version;
 * dump: the dump file's size and modification time.
 """
 
@@ -38,12 +41,14 @@ def fingerprint(
         )
         result = sparql_probe(config)
         return Fingerprint(
-            f"sparql-{result.items}-{result.latest_modified or 'unknown'}",
+            f"sparql-{result.items}-{result.digest[:16]}",
             {
                 "source": source,
                 "endpoint": config.endpoint,
                 "items": result.items,
+                "concepts": result.concepts,
                 "latest_modified": result.latest_modified or "unknown",
+                "digest": result.digest,
             },
         )
     path = settings.dump_path(dump_path)

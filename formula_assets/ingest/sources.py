@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 
 from formula_assets.core import settings
 from formula_assets.ingest.records import FormulaRecord
@@ -11,29 +12,44 @@ from formula_assets.ingest.records import FormulaRecord
 Log = Callable[[str], None]
 
 
+@dataclass(frozen=True)
+class Pull:
+    """The records of one read, and what it says about the source as a whole (a partial dump,
+    skipped lines), which belongs to no single record."""
+
+    records: list[FormulaRecord]
+    notes: list[str] = field(default_factory=list)
+
+
 def load_records(
     source: str,
     *,
     sparql_config: object | None = None,
     dump_path: str | None = None,
+    accept_partial_dump: bool | None = None,
     log: Log | None = None,
-) -> list[FormulaRecord]:
+) -> Pull:
     """Formula records from `source` (snapshot | sparql | dump); imports only what it uses."""
     source = settings.source(source)
     if source == "snapshot":
         from formula_assets.ingest.snapshot import snapshot_records
 
-        return list(snapshot_records())
+        return Pull(list(snapshot_records()))
     if source == "sparql":
         from formula_assets.ingest.sparql import SparqlConfig, sparql_records
 
         config = (
             sparql_config if isinstance(sparql_config, SparqlConfig) else SparqlConfig.from_env()
         )
-        return sparql_records(config, log=log)
-    from formula_assets.ingest.dump import dump_records
+        return Pull(sparql_records(config, log=log))
+    from formula_assets.ingest.dump import scan_dump
 
-    return dump_records(settings.dump_path(dump_path), log=log)
+    scan = scan_dump(
+        settings.dump_path(dump_path),
+        log=log,
+        accept_partial=settings.accept_partial_dump(accept_partial_dump),
+    )
+    return Pull(scan.records, scan.notes)
 
 
 def sample_records(records: Sequence[FormulaRecord], size: int | None) -> list[FormulaRecord]:

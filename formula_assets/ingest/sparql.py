@@ -25,6 +25,7 @@ import requests
 import urllib3.exceptions
 
 from formula_assets.core import settings
+from formula_assets.core.hashing import bytes_hash
 from formula_assets.ingest.records import Concept, FormulaRecord, is_qid, qid_from_uri
 from formula_assets.ingest.snapshot import paper_folds
 
@@ -54,14 +55,34 @@ LIST_QUERY = (
 )
 LIST_VARIABLES = ("item",)
 
-# The change probe: cheap enough to run often (one aggregate over the P2534 items).
+# The change probe: every entity the pull reads, with its modification time. Wikidata sets an
+# entity's `schema:dateModified` on any edit of it, so the formula items' times cover their
+# labels, descriptions, formulae, symbols (P7235 qualifiers) and sitelinks, and the concepts'
+# times cover the concepts' labels and descriptions, which live on the concepts' own items.
+# One query, one row per entity: a few thousand formula items and their concepts, the same
+# joins as the list and detail queries, far below WDQS's 60 s limit. The client hashes the
+# sorted rows, so an added, removed or relinked entity changes the fingerprint too, whatever
+# the times say.
 PROBE_QUERY = (
     PREFIXES
-    + """SELECT (COUNT(DISTINCT ?item) AS ?items) (MAX(?modified) AS ?latest) WHERE {
-  ?item wdt:P2534 ?formula ; schema:dateModified ?modified .
+    + """SELECT DISTINCT ?entity ?modified ?role WHERE {
+  {
+    ?entity wdt:P2534 ?formula .
+    BIND("formula" AS ?role)
+  } UNION {
+    ?item wdt:P2534 ?formula ; ?p ?statement .
+    FILTER(STRSTARTS(STR(?item), "http://www.wikidata.org/entity/Q"))
+    ?statement pq:P7235 ?symbol .
+    ?claim wikibase:claim ?p ; wikibase:statementProperty ?ps .
+    ?statement ?ps ?entity .
+    BIND("concept" AS ?role)
+  }
+  FILTER(STRSTARTS(STR(?entity), "http://www.wikidata.org/entity/Q"))
+  ?entity schema:dateModified ?modified .
 }"""
 )
-PROBE_VARIABLES = ("items",)
+PROBE_VARIABLES = ("entity", "modified", "role")
+PROBE_ROLES = ("formula", "concept")
 
 _DETAIL_TEMPLATE = (
     PREFIXES
@@ -529,8 +550,13 @@ def _pull(
 
 @dataclass(frozen=True)
 class ProbeResult:
-    items: int
+    """What the probe saw: counts, the latest modification, and a digest of every
+    (role, entity, modification time) row, sorted, which changes whenever the pull's input does."""
+
+    items: int  # formula items
+    concepts: int  # distinct items linked as concepts
     latest_modified: str | None
+    digest: str
 
 
 def sparql_probe(
@@ -538,15 +564,24 @@ def sparql_probe(
     sleep: Callable[[float], None] = time.sleep,
     now: Callable[[], datetime] | None = None,
 ) -> ProbeResult:
-    """How many items have a defining formula, and when the latest of them changed."""
+    """The formula items and the concepts they link, each with its last modification time."""
     what = "probing for changes"
     with _client(config, sleep, now or (lambda: datetime.now(UTC))) as client:
         rows = client.select(PROBE_QUERY, what, PROBE_VARIABLES)
-    if len(rows) != 1:
-        raise SparqlError(f"{client.where(what)} answered {len(rows)} rows, expected one")
-    raw = _text(rows[0], "items")
-    try:
-        items = int(raw or "")
-    except ValueError:
-        raise SparqlError(f"{client.where(what)} sent a non-numeric count: {raw!r}") from None
-    return ProbeResult(items, _text(rows[0], "latest"))
+    where = client.where(what)
+    seen: set[tuple[str, str, str]] = set()
+    for number, row in enumerate(rows, start=1):
+        role = row["role"].value
+        if role not in PROBE_ROLES:
+            raise SparqlError(f"{where} sent row {number} with an unknown ?role {role[:40]!r}")
+        modified = row["modified"].value.strip()
+        if not modified:
+            raise SparqlError(f"{where} sent row {number} with an empty ?modified")
+        seen.add((role, _item_qid(row["entity"], where), modified))
+    lines = sorted(f"{role} {qid} {modified}" for role, qid, modified in seen)
+    return ProbeResult(
+        items=len({qid for role, qid, _ in seen if role == "formula"}),
+        concepts=len({qid for role, qid, _ in seen if role == "concept"}),
+        latest_modified=max((modified for *_, modified in seen), default=None),
+        digest=bytes_hash("sparql-probe/1", *lines),
+    )

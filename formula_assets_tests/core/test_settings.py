@@ -25,6 +25,18 @@ def test_dump_path_is_required_for_the_dump_source(monkeypatch: pytest.MonkeyPat
         settings.dump_path()
 
 
+def test_accept_partial_dump(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(settings.ACCEPT_PARTIAL_DUMP_ENV, raising=False)
+    assert settings.accept_partial_dump() is False
+    assert settings.accept_partial_dump(True) is True
+    monkeypatch.setenv(settings.ACCEPT_PARTIAL_DUMP_ENV, "Yes")
+    assert settings.accept_partial_dump() is True
+    assert settings.accept_partial_dump(False) is False
+    monkeypatch.setenv(settings.ACCEPT_PARTIAL_DUMP_ENV, "maybe")
+    with pytest.raises(ValueError, match="must be true or false"):
+        settings.accept_partial_dump()
+
+
 def test_min_formulae(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(settings.MIN_FORMULAE_ENV, "12")
     assert settings.min_formulae() == 12

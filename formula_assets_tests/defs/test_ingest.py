@@ -17,6 +17,7 @@ from formula_assets.defs.ingest.wikidata_formulae import (
 )
 from formula_assets.defs.io_managers import DataLakeIOManager
 from formula_assets.defs.resources.wikidata import WikidataResource
+from formula_assets.ingest.dump import DumpError
 from formula_assets.ingest.records import Concept, FormulaRecord, records_to_table
 from formula_assets_tests.sparql_server import FakeWdqs, default_world
 
@@ -119,6 +120,31 @@ def test_dump_source(tmp_path: Path) -> None:
     row = stored(tmp_path / "lake").to_pylist()[0]
     assert (row["qid"], row["tex"], row["source"]) == ("Q11518", "a^2 + b^2 = c^2", "dump")
     assert row["mathml"].startswith("<math")
+
+
+def _formula_item(qid: str, tex: str) -> dict:
+    snak = {"snaktype": "value", "property": "P2534", "datavalue": {"value": tex}}
+    statement = {"mainsnak": snak, "type": "statement", "rank": "normal"}
+    return {"type": "item", "id": qid, "labels": {}, "claims": {"P2534": [statement]}}
+
+
+def test_a_truncated_dump_fails_unless_accepted_then_the_data_says_so(tmp_path: Path) -> None:
+    dump = tmp_path / "latest-all.json"
+    lines = [json.dumps(_formula_item(f"Q{n}", f"x_{n} = {n}")) for n in range(1, 4)]
+    whole = "[\n" + ",\n".join(lines) + "\n]\n"
+    dump.write_text(whole[: whole.rindex('"claims"')])  # cut inside the last item's line
+    lake = tmp_path / "lake"
+
+    with pytest.raises(DumpError, match=r"truncated dump: .* set accept_partial_dump"):
+        materialize(lake, "dump", dump_path=str(dump))
+    assert not (lake / "wikidata_formulae.parquet").exists()
+
+    accepted = materialize(lake, "dump", dump_path=str(dump), accept_partial_dump=True)
+    assert accepted.success
+    assert stored(lake).column("qid").to_pylist() == ["Q1", "Q2"]
+    metadata = accepted.asset_materializations_for_node("wikidata_formulae")[0].metadata
+    (note,) = metadata["source_notes"].value
+    assert note.startswith("partial dump accepted: it opens with '[' but ends at line 4")
 
 
 def test_unknown_source_is_a_clear_error(tmp_path: Path) -> None:

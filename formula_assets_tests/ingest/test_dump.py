@@ -373,10 +373,121 @@ def test_empty_file(tmp_path: Path) -> None:
         dump_records(path)
 
 
-def test_empty_array_is_an_empty_dump(tmp_path: Path) -> None:
+def test_an_empty_array_is_rejected(tmp_path: Path) -> None:
     path = tmp_path / "dump.json"
     path.write_text("[\n]\n")
+    with pytest.raises(DumpError, match="no entity line; not a Wikidata dump"):
+        dump_records(path)
+
+
+def test_a_dump_without_formula_items_is_an_empty_read(tmp_path: Path) -> None:
+    path = _write(tmp_path / "dump.json", [_line(_entity("Q5", "human", None))])
     assert dump_records(path) == []
+
+
+# --- truncated dumps -----------------------------------------------------------------------------
+
+
+def _two_formulae() -> list[str]:
+    first = _entity("Q7", "x", None, {"P2534": [_formula("y = x")], "P527": [_part("Q8", "x")]})
+    second = _entity("Q9", "law", "a law", {"P2534": [_formula("a = b")]})
+    return [_line(_entity("Q8", "ex", "a variable")), _line(first), _line(second)]
+
+
+def _cut(path: Path, text: str) -> Path:
+    opener: Callable[..., Any] = {".gz": gzip.open, ".bz2": bz2.open}.get(path.suffix, open)
+    with opener(path, "wt", encoding="utf-8") as fh:
+        fh.write(text)
+    return path
+
+
+def _whole(lines: list[str]) -> str:
+    return "[\n" + ",\n".join(lines) + "\n]\n"
+
+
+# The claims of the last formula item are cut off before "P2534": the quick path would pass it by.
+CUT_INSIDE = _whole(_two_formulae()).rsplit('"claims"', 1)[0]
+CUT_AT_A_LINE_END = _whole(_two_formulae()).rsplit("\n", 3)[0] + "\n"  # no last line, no "]"
+
+
+@pytest.mark.parametrize("suffix", SUFFIXES)
+@pytest.mark.parametrize(
+    ("text", "where"),
+    [(CUT_INSIDE, "ends at line 4, inside an entity"), (CUT_AT_A_LINE_END, "ends at line 3,")],
+    ids=["inside an entity", "at a line end"],
+)
+def test_a_truncated_dump_is_an_error(tmp_path: Path, suffix: str, text: str, where: str) -> None:
+    path = _cut(tmp_path / f"latest-all{suffix}", text)
+    with pytest.raises(DumpError, match="truncated dump") as raised:
+        dump_records(path, now=lambda: NOW)
+    assert where in str(raised.value) and "without the closing ']'" in str(raised.value)
+    assert "accept_partial_dump" in str(raised.value)
+    assert "FORMULA_ASSETS_ACCEPT_PARTIAL_DUMP" in str(raised.value)
+
+
+def test_a_bare_dump_cut_inside_its_last_line_is_an_error(tmp_path: Path) -> None:
+    text = "\n".join(_two_formulae())
+    path = _cut(tmp_path / "dump.json", text.rsplit('"claims"', 1)[0])
+    with pytest.raises(DumpError, match=r"its last line \(3\) is not a complete entity"):
+        dump_records(path, now=lambda: NOW)
+
+
+def test_a_partial_dump_can_be_accepted_with_a_note(tmp_path: Path) -> None:
+    path = _cut(tmp_path / "dump.json.gz", CUT_INSIDE)
+    messages: list[str] = []
+
+    scan = scan_dump(path, messages.append, lambda: NOW, accept_partial=True)
+
+    assert [r.qid for r in scan.records] == ["Q7"]
+    assert scan.truncated and "ends at line 4, inside an entity" in scan.truncated
+    assert scan.notes == [
+        f"partial dump accepted: {scan.truncated}; formula items past the cut are missing"
+    ]
+    assert "partial dump accepted" in messages[-1]
+
+
+def test_a_complete_dump_is_not_partial(tmp_path: Path) -> None:
+    for name, brackets in (("wrapped.json", True), ("bare.json", False)):
+        scan = scan_dump(_write(tmp_path / name, _two_formulae(), brackets), now=lambda: NOW)
+        assert scan.truncated is None and scan.notes == []
+        assert [r.qid for r in scan.records] == ["Q7", "Q9"]
+
+
+# --- statements missing their parts --------------------------------------------------------------
+
+
+def test_statements_without_a_mainsnak_or_snaktype_say_what_is_missing(tmp_path: Path) -> None:
+    untyped = {"property": "P7235", "datavalue": {"value": "x", "type": "string"}}
+    item = _entity(
+        "Q7",
+        "x",
+        None,
+        {
+            "P2534": [
+                {"type": "statement", "rank": "normal"},
+                _statement({"property": "P2534", "datavalue": {"value": "a", "type": "string"}}),
+                _formula("y = x"),
+            ],
+            "P527": [
+                {"type": "statement", "rank": "normal", "qualifiers": {"P7235": []}},
+                _statement({"property": "P527"}, [_math_snak("P7235", "z")]),
+                _statement(_item_snak("P527", "Q8"), [untyped, "x"]),  # type: ignore[list-item]
+            ],
+        },
+    )
+    path = _write(tmp_path / "dump.json", [_line(item), _line(_entity("Q8", "ex", None))])
+
+    (record,) = dump_records(path, now=lambda: NOW)
+
+    assert record.notes == [
+        "defining formula statement without a mainsnak skipped",
+        "defining formula statement whose mainsnak has no snaktype skipped",
+        "P527 statement with a symbol without a mainsnak skipped",
+        "P527 statement with a symbol whose mainsnak has no snaktype skipped",
+        "symbol of Q8 without a snaktype skipped",
+        "symbol of Q8 that is not a snak skipped",
+    ]
+    assert not any("None" in note for note in record.notes)
 
 
 def test_corrupt_archive(tmp_path: Path) -> None:

@@ -8,15 +8,21 @@ from typing import Any
 
 import pytest
 
+from formula_assets.ingest.probe import fingerprint
 from formula_assets.ingest.records import Concept, FormulaRecord
 from formula_assets.ingest.snapshot import paper_folds
 from formula_assets.ingest.sparql import SparqlConfig, SparqlError, detail_query, sparql_records
 from formula_assets_tests.sparql_server import (
     ENTITY,
+    XSD_DATETIME,
+    Entity,
     FakeWdqs,
     Reply,
+    Statement,
     is_detail_query,
     is_list_query,
+    is_probe_query,
+    literal,
     math,
     uri,
 )
@@ -281,3 +287,98 @@ def test_unreachable_endpoint_is_a_clear_error() -> None:
         SparqlError, match=r"failed after 2 attempt\(s\); last error: cannot connect"
     ):
         sparql_records(cfg, sleep=lambda _s: None)
+
+
+# --- the change probe ----------------------------------------------------------------------------
+
+
+def probe(server: FakeWdqs) -> str:
+    return fingerprint("sparql", sparql_config=config(server)).version
+
+
+def _edit_symbol(server: FakeWdqs) -> None:
+    item = server.world["Q35875"]
+    first, *rest = item.statements
+    server.edit(
+        item.qid, statements=(Statement(first.pid, first.value, (math("<mi>W</mi>"),)), *rest)
+    )
+
+
+def _add_item(server: FakeWdqs) -> None:
+    server.world["Q77"] = Entity(
+        "Q77", "new law", None, (math("<mi>y</mi>"),), modified="2020-01-01T00:00:00Z"
+    )
+
+
+# Every kind of edit the pull reads, each as Wikidata records it.
+EDITS = {
+    "formula": lambda s: s.edit("Q1000", formulae=(math("<mi>y</mi>"),)),
+    "item label": lambda s: s.edit("Q1000", label="renamed formula"),
+    "concept label": lambda s: s.edit("Q215071", label="least upper bound"),
+    "concept description": lambda s: s.edit("Q11423", description="a property of matter"),
+    "symbol": _edit_symbol,
+    "sitelink": lambda s: s.edit("Q46276", enwiki="https://en.wikipedia.org/wiki/Kinetic"),
+    "removed item": lambda s: s.remove("Q1000"),
+    "added item, older than the newest": _add_item,
+    "one item removed, another added": lambda s: (s.remove("Q1000"), _add_item(s)),
+    "concept edit dated before the newest": lambda s: s.edit(
+        "Q2111", label="c", modified="2025-06-01T00:00:00Z"
+    ),
+    "concept unlinked": lambda s: s.edit("Q4721378", statements=s.world["Q4721378"].statements[:1]),
+}
+
+
+@pytest.mark.parametrize("edit", EDITS.values(), ids=EDITS.keys())
+def test_probe_changes_whenever_the_pull_would(sparql_server: FakeWdqs, edit) -> None:
+    before, records = probe(sparql_server), pull(sparql_server)
+    assert probe(sparql_server) == before  # the same source, the same fingerprint
+
+    edit(sparql_server)
+
+    assert pull(sparql_server) != records  # the edit is something the pull reads ...
+    assert probe(sparql_server) != before  # ... so the probe sees it
+
+
+def test_probe_ignores_entities_the_pull_never_reads(sparql_server: FakeWdqs) -> None:
+    sparql_server.world["Q5"] = Entity("Q5", "human", "common name of Homo sapiens")
+    before = probe(sparql_server)
+    sparql_server.edit("Q5", label="person")
+    # A statement without a symbol (P7235) links no concept: Kinetic energy's P31 value.
+    kinetic = sparql_server.world["Q46276"]
+    assert Statement("P31", "Q11379") in kinetic.statements
+    assert probe(sparql_server) == before
+
+
+def test_probe_is_one_query_and_reports_what_it_counted(sparql_server: FakeWdqs) -> None:
+    found = fingerprint("sparql", sparql_config=config(sparql_server))
+
+    assert len(sparql_server.requests) == 1 and is_probe_query(sparql_server.requests[0].query)
+    assert found.version.startswith("sparql-5-")
+    assert found.metadata["items"] == 5
+    # The seven concepts of the default world; a statement's unknown value is no concept.
+    assert found.metadata["concepts"] == 7
+    assert found.metadata["latest_modified"] == "2026-01-01T00:00:00Z"
+
+
+def _probe_row(entity: str, role: str = "formula") -> dict[str, Any]:
+    return {
+        "entity": uri(entity),
+        "modified": literal("2026-01-01T00:00:00Z", datatype=XSD_DATETIME),
+        "role": literal(role),
+    }
+
+
+@pytest.mark.parametrize(
+    ("row", "message"),
+    [
+        (_probe_row(ENTITY + "Q1", role="lexeme"), "unknown \\?role 'lexeme'"),
+        (_probe_row(ENTITY + "P2534"), "not a Wikidata QID"),
+        ({**_probe_row(ENTITY + "Q1"), "modified": literal("")}, "empty \\?modified"),
+    ],
+)
+def test_malformed_probe_answers_are_errors(
+    sparql_server: FakeWdqs, row: dict[str, Any], message: str
+) -> None:
+    sparql_server.register(is_probe_query, Reply.result(["entity", "modified", "role"], [row]))
+    with pytest.raises(SparqlError, match=message):
+        probe(sparql_server)

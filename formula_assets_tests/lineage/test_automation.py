@@ -11,13 +11,15 @@ import dagster as dg
 import pytest
 
 from formula_assets.defs.automation import automation_sensor, weekly_probe_schedule
+from formula_assets.defs.ingest.freshness import CURRENT_CHECK, wikidata_formulae_current
 from formula_assets.defs.ingest.wikidata_formulae import wikidata_formulae
 from formula_assets.defs.ingest.wikidata_probe import wikidata_probe
 from formula_assets.defs.io_managers import DataLakeIOManager
+from formula_assets.defs.resources.sentence_embedder import SentenceEmbedderResource
 from formula_assets.defs.resources.wikidata import WikidataResource
 from formula_assets.defs.semantics.concept_annotations import concept_annotations
 from formula_assets.defs.syntax.opt_graphs import parse_formulae
-from formula_assets_tests.sparql_server import FakeWdqs, math
+from formula_assets_tests.sparql_server import FakeWdqs, is_probe_query, math, snapshot_world
 
 
 def definitions(lake: Path, endpoint: str, source: str = "sparql") -> dg.Definitions:
@@ -133,8 +135,9 @@ def test_weekly_schedule_observes_the_probe(
     assert schedule.job_name == "observe_wikidata"
     job = defs.resolve_job_def(schedule.job_name)
     assert job.execute_in_process(instance=instance, tags=run_requests[0].tags).success
-    probes = [r for r in sparql_server.requests if "COUNT(" in r.query]
+    probes = sparql_server.probe_requests()
     assert len(probes) == 1 and probes[0].user_agent
+    assert all(is_probe_query(r.query) for r in sparql_server.requests)
 
 
 def test_the_snapshot_probe_is_constant_so_nothing_rebuilds(
@@ -160,3 +163,136 @@ def test_automation_sensor_is_on_by_default(monkeypatch: pytest.MonkeyPatch) -> 
     assert sensor.default_status == dg.DefaultSensorStatus.RUNNING
     monkeypatch.setenv("FORMULA_ASSETS_AUTOMATION", "off")
     assert automation_sensor().default_status == dg.DefaultSensorStatus.STOPPED
+
+
+# --- a concept edited on Wikidata reaches the semantic vectors ------------------------------------
+
+SEMANTIC = dg.AssetKey("semantic_embeddings")
+
+
+def keys_of(asset: object) -> set[dg.AssetKey]:
+    return set(asset.keys) if isinstance(asset, dg.AssetsDefinition) else {asset.key}
+
+
+def semantic_chain(lake: Path, endpoint: str, cache: Path) -> dg.Definitions:
+    """The project's own assets from the probe down to `semantic_embeddings` (whatever that
+    chain holds), with the project's automation, against a local endpoint and lake."""
+    from formula_assets.definitions import defs as project
+
+    graph = project.resolve_asset_graph()
+    chain, todo = set(), [SEMANTIC]
+    while todo:  # every ancestor, source assets included
+        key = todo.pop()
+        chain.add(key)
+        todo.extend(graph.get(key).parent_keys - chain)
+    assets = [a for a in project.assets or [] if keys_of(a) <= chain]
+    assert set().union(*map(keys_of, assets)) == chain
+    return dg.Definitions(
+        assets=assets,
+        asset_checks=[wikidata_formulae_current],
+        sensors=[automation_sensor()],
+        resources={
+            **project.resources,
+            "io_manager": DataLakeIOManager(base_path=str(lake)),
+            "wikidata": WikidataResource(source="sparql", sparql_endpoint=endpoint, max_retries=0),
+            "sentence_embedder": SentenceEmbedderResource(cache_path=str(cache)),
+        },
+    )
+
+
+def observe_sources(defs: dg.Definitions, instance: dg.DagsterInstance) -> tuple[str, bool]:
+    """Observe every observable source of the chain (the probe among them), then run the
+    `wikidata_formulae_current` check, as the weekly job does: the probe's version, and
+    whether the check passed."""
+    graph = defs.resolve_asset_graph()
+    sources = [k for k in graph.get_all_asset_keys() if graph.get(k).is_observable]
+    selection = dg.AssetSelection.assets(*sources) | dg.AssetSelection.checks(CURRENT_CHECK)
+    job = dg.define_asset_job("observe_sources", selection=selection)
+    resolved = dg.Definitions.merge(defs, dg.Definitions(jobs=[job]))
+    result = resolved.resolve_job_def("observe_sources").execute_in_process(instance=instance)
+    assert result.success
+    (check,) = result.get_asset_check_evaluations()
+    record = instance.fetch_observations(dg.AssetKey("wikidata_probe"), limit=1).records[0]
+    return record.asset_observation.data_version, check.passed
+
+
+def settle(
+    defs: dg.Definitions, instance: dg.DagsterInstance, cursor
+) -> tuple[list[set[str]], object]:
+    """Let the automation run to rest, as the sensor does: what it requested, level by level."""
+    graph = defs.resolve_asset_graph()
+    assets = [a for a in defs.assets or [] if not isinstance(a, dg.SourceAsset)]
+    levels: list[set[str]] = []
+    while True:
+        result = dg.evaluate_automation_conditions(defs=defs, instance=instance, cursor=cursor)
+        cursor = result.cursor
+        keys = {k for k in graph.materializable_asset_keys if result.get_num_requested(k)}
+        if not keys:
+            return levels, cursor
+        assert len(levels) < 10, levels
+        levels.append({k.to_user_string() for k in keys})
+        done = dg.materialize(
+            assets, selection=sorted(keys), instance=instance, resources=defs.resources
+        )
+        assert done.success
+
+
+def table(lake: Path, name: str) -> dict[str, dict]:
+    import pyarrow.parquet as pq
+
+    return {row["qid"]: row for row in pq.read_table(lake / f"{name}.parquet").to_pylist()}
+
+
+def test_a_concept_edit_reaches_the_semantic_embeddings(
+    tmp_path: Path, instance: dg.DagsterInstance, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Wikidata edits only a concept's label: the label lives on the concept's own item, so
+    the probe must see it, and the new text must reach the vectors; unchanged, nothing runs."""
+    from formula_assets.ingest.snapshot import snapshot_records
+    from formula_assets.ingest.sources import sample_records
+
+    for name in ("FORMULA_ASSETS_SAMPLE", "FORMULA_ASSETS_MIN_FRACTION"):
+        monkeypatch.delenv(name, raising=False)
+    records = sample_records(list(snapshot_records()), 24)
+    lake = tmp_path / "lake"
+    with FakeWdqs(snapshot_world(records)) as server:
+        defs = semantic_chain(lake, server.endpoint, tmp_path / "embedding_cache")
+        first, _ = observe_sources(defs, instance)
+        levels, cursor = settle(defs, instance, None)
+        assert {"wikidata_formulae", "concept_annotations", "semantic_embeddings"} <= set().union(
+            *levels
+        )
+        annotations, vectors = (
+            table(lake, "concept_annotations"),
+            table(lake, "semantic_embeddings"),
+        )
+
+        # The source is unchanged: the same fingerprint, and nothing is pulled or rebuilt.
+        pulls = len(server.detail_requests())
+        assert observe_sources(defs, instance) == (first, True)
+        assert settle(defs, instance, cursor)[0] == []
+        assert len(server.detail_requests()) == pulls
+
+        # One concept's English label is edited on Wikidata; no formula item changes.
+        record = next(r for r in records if r.concepts and r.concepts[0].label)
+        concept = record.concepts[0]
+        linking = {r.qid for r in records if any(c.qid == concept.qid for c in r.concepts)}
+        new_label = f"{concept.label}, relabelled on Wikidata"
+        server.edit(concept.qid, label=new_label)
+        second, current = observe_sources(defs, instance)
+        assert second != first and not current  # the data is not built on what Wikidata holds
+        levels, cursor = settle(defs, instance, cursor)
+        assert levels == [{"wikidata_formulae"}, {"concept_annotations"}, {"semantic_embeddings"}]
+        assert observe_sources(defs, instance) == (second, True)
+        assert settle(defs, instance, cursor)[0] == []
+
+    new_annotations, new_vectors = (
+        table(lake, "concept_annotations"),
+        table(lake, "semantic_embeddings"),
+    )
+    for qid in linking:
+        assert new_label in new_annotations[qid]["texts"]
+        assert new_label not in annotations[qid]["texts"]
+        assert new_vectors[qid]["embedding"] != vectors[qid]["embedding"]
+    unaffected = set(vectors) - linking
+    assert unaffected and all(new_vectors[q] == vectors[q] for q in unaffected)

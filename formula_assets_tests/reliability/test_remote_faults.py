@@ -16,7 +16,12 @@ from formula_assets.defs.ingest.wikidata_formulae import wikidata_formulae
 from formula_assets.defs.ingest.wikidata_probe import wikidata_probe
 from formula_assets.defs.io_managers import DataLakeIOManager
 from formula_assets.defs.resources.wikidata import WikidataResource
-from formula_assets_tests.sparql_server import FakeWdqs, is_detail_query, is_list_query
+from formula_assets_tests.sparql_server import (
+    FakeWdqs,
+    is_detail_query,
+    is_list_query,
+    is_probe_query,
+)
 
 
 @pytest.fixture
@@ -131,7 +136,7 @@ def test_probe_faults_keep_the_last_fingerprint(
 
     assert job.execute_in_process(instance=instance).success
     good = last()
-    sparql_server.fail(500, times=99, when=lambda q: "COUNT(" in q)
+    sparql_server.fail(500, times=99, when=is_probe_query)
     assert not job.execute_in_process(instance=instance, raise_on_error=False).success
     assert last() == good
     sparql_server._faults.clear()

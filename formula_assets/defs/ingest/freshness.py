@@ -34,7 +34,13 @@ with warnings.catch_warnings():
     )
 
 
-@dg.asset_check(asset=FORMULAE_KEY, description="Built on the probe's latest fingerprint.")
+# The probe as a dependency orders the check after the observation when both run in one job
+# (the weekly `observe_wikidata`): otherwise the check could read the previous fingerprint.
+@dg.asset_check(
+    asset=FORMULAE_KEY,
+    additional_deps=[PROBE_KEY],
+    description="Built on the probe's latest fingerprint.",
+)
 def wikidata_formulae_current(context: dg.AssetCheckExecutionContext) -> dg.AssetCheckResult:
     instance = context.instance
     observations = instance.fetch_observations(PROBE_KEY, limit=1).records

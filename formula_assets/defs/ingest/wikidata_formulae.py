@@ -65,12 +65,16 @@ def wikidata_formulae(
     source = settings.source(config.source or wikidata.source)
     context.log.info(f"reading formula items from the {source} source")
     started = time.perf_counter()
-    rows = sources.load_records(
+    pulled = sources.load_records(
         source,
         sparql_config=wikidata.sparql_config() if source == "sparql" else None,
         dump_path=wikidata.dump_path,
+        accept_partial_dump=wikidata.accept_partial_dump,
         log=context.log.info,
     )
+    for note in pulled.notes:
+        context.log.warning(f"{source} source: {note}")
+    rows = pulled.records
     size = settings.sample(config.sample)
     if size is not None and size < len(rows):
         context.log.info(f"keeping a stable sample of {size:,} of {len(rows):,} items")
@@ -99,6 +103,7 @@ def wikidata_formulae(
             "with_paper_fold": sum(r.paper_fold is not None for r in rows),
             "items_with_notes": sum(bool(r.notes) for r in rows),
             "note_kinds": dg.MetadataValue.json(dict(notes.most_common(20))),
+            "source_notes": dg.MetadataValue.json(pulled.notes),
             "seconds": round(time.perf_counter() - started, 2),
             "preview": preview(table, ["qid", "label", "description", "concepts", "paper_fold"]),
         },

@@ -12,8 +12,9 @@ from formula_assets.ingest.checks import shrinkage_problem
 @dg.observable_source_asset(
     group_name="ingest",
     required_resource_keys={"wikidata"},
-    description="A cheap fingerprint of the formula source (for SPARQL: the number of items "
-    "with a defining formula and their latest modification); a new value means new data.",
+    description="A cheap fingerprint of the formula source (for SPARQL: one query listing "
+    "the formula items and the concepts they link with their modification times, hashed); "
+    "a new value means the data may have changed.",
     tags={"source": "wikidata"},
 )
 def wikidata_probe(context) -> dg.ObserveResult:

@@ -29,6 +29,11 @@ class WikidataResource(dg.ConfigurableResource):
     dump_path: str | None = Field(
         default=None, description="Wikidata JSON dump; default FORMULA_ASSETS_DUMP_PATH."
     )
+    accept_partial_dump: bool | None = Field(
+        default=None,
+        description="Read a truncated dump (with a note) instead of failing; default "
+        "FORMULA_ASSETS_ACCEPT_PARTIAL_DUMP, else false.",
+    )
 
     def sparql_config(self) -> SparqlConfig:
         from formula_assets.ingest.sparql import SparqlConfig
