@@ -12,7 +12,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from formula_assets.cli.refresh import observe_sentence_model, refresh
+from formula_assets.cli.refresh import RefreshError, observe_sentence_model, refresh
 from formula_assets.cli.stale import stale_entries
 from formula_assets.core.arrow import vectors as matrix
 from formula_assets.defs.automation import automation_sensor
@@ -126,9 +126,11 @@ def test_a_model_changed_in_place_makes_exactly_its_dependents_stale(
     assert stale(defs, instance) == {}
     before = vectors(tmp_path)
 
-    # Unchanged files: the same version, nothing stale, nothing rebuilt.
+    # Unchanged files: the same version, nothing stale, nothing rebuilt (and no second
+    # observation recorded: the refresh compares the hash first).
     again = refresh(defs, instance, lines.append, workers=1)
     assert observed(instance) == version and again.ran == []
+    assert len(instance.fetch_observations(dg.AssetKey("sentence_model"), limit=5).records) == 1
 
     # A fine-tune saved over the same files, file and folder mtimes as they were.
     fine_tune_in_place(model)
@@ -177,3 +179,15 @@ def test_the_automation_observes_the_model_and_requests_its_dependents(
         if result.get_num_requested(k)
     }
     assert requested == EMBEDDINGS
+
+
+def test_a_model_that_is_not_there_stops_the_refresh_at_once(
+    tmp_path: Path, instance: dg.DagsterInstance, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FORMULA_ASSETS_EMBEDDING_MODEL", str(tmp_path / "nowhere"))
+    defs = definitions(tmp_path)
+    with pytest.raises(RefreshError) as raised:
+        refresh(defs, instance, lambda _line: None, workers=1)
+    message = str(raised.value)
+    assert "FORMULA_ASSETS_EMBEDDING_MODEL" in message and "does not exist" in message
+    assert not (tmp_path / "lake").exists()  # nothing was built on a model that is not there

@@ -12,10 +12,16 @@ import dagster as dg
 
 from formula_assets.core import profiles
 from formula_assets.defs.automation import MODEL_OBSERVATION
-from formula_assets.semantics.models import resolve_model
+from formula_assets.semantics.models import ModelSpec, resolve_model
 
 KEY = dg.AssetKey("sentence_model")
 OBSERVE_JOB = "observe_sentence_model"
+
+
+def configured_model() -> ModelSpec:
+    """The model the settings name, resolved and hashed: what an observation records."""
+    name, origin = profiles.embedding_model()
+    return resolve_model(name, origin)
 
 
 @dg.observable_source_asset(
@@ -27,9 +33,8 @@ OBSERVE_JOB = "observe_sentence_model"
     tags={"source": "sentence_model"},
 )
 def sentence_model(context) -> dg.ObserveResult:
-    name, origin = profiles.embedding_model()
     started = time.perf_counter()
-    spec = resolve_model(name, origin)
+    spec = configured_model()
     seconds = time.perf_counter() - started
     parts = spec.parts or (spec,)
     metadata: dict[str, object] = {
