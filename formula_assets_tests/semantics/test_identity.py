@@ -150,3 +150,32 @@ def test_the_changed_model_embeds_anew_under_a_new_cache_key(model: Path, tmp_pa
     )
     again, stats = embed_texts(TEXTS, after, EmbeddingCache(root, after.spec.identity, "t"))
     assert stats.cached == 2 and np.array_equal(again, new)
+
+
+def test_a_hub_id_in_the_local_cache_is_identified_by_its_snapshot_files(
+    model: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The Hugging Face cache keeps a snapshot as links to content-addressed blobs: the files
+    behind the links are hashed, as for any folder."""
+    from huggingface_hub import constants
+
+    cache = tmp_path / "hub"
+    repo = cache / "models--someone--tiny-model"
+    snapshot = repo / "snapshots" / ("0" * 40)
+    (repo / "blobs").mkdir(parents=True)
+    for number, source in enumerate(sorted(p for p in model.rglob("*") if p.is_file())):
+        relative = source.relative_to(model)
+        blob = repo / "blobs" / f"{number:040d}"
+        shutil.copyfile(source, blob)
+        (snapshot / relative).parent.mkdir(parents=True, exist_ok=True)
+        (snapshot / relative).symlink_to(os.path.relpath(blob, (snapshot / relative).parent))
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text("0" * 40)
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(cache))
+    spec = resolve_model("someone/tiny-model", "a test")
+    assert spec.local and Path(spec.location) == snapshot
+    assert spec.identity == resolve_model(str(model), "a test").identity
+    fine_tune_in_place(model)  # the blob behind the weights' link, changed
+    blob = (snapshot / "model.safetensors").resolve()
+    blob.write_bytes((model / "model.safetensors").read_bytes())
+    assert resolve_model("someone/tiny-model", "a test").identity != spec.identity
