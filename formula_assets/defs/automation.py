@@ -83,7 +83,7 @@ def automation_interval() -> int:
 def automation_sensor() -> dg.AutomationConditionSensorDefinition:
     return dg.AutomationConditionSensorDefinition(
         "formula_assets_automation",
-        target=dg.AssetSelection.all(),
+        target=dg.AssetSelection.all(include_sources=True),  # sentence_model observes itself
         default_status=default_status(),
         minimum_interval_seconds=automation_interval(),
         description="Evaluates every asset's automation condition (eager, plus missing assets "

@@ -162,6 +162,9 @@ def test_the_automation_observes_the_model_and_requests_its_dependents(
     defs = definitions(tmp_path)
     key = dg.AssetKey("sentence_model")
 
+    # The sensor evaluates it (source assets are outside a selection unless asked for).
+    sensor = defs.resolve_sensor_def("formula_assets_automation")
+    assert key in sensor.asset_selection.resolve(defs.resolve_asset_graph())
     # Never observed: the sensor's first evaluation observes it; the embedding assets wait.
     result = dg.evaluate_automation_conditions(defs=defs, instance=instance)
     assert result.get_num_requested(key) == 1
