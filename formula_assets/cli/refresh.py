@@ -90,7 +90,7 @@ def observe_sentence_model(defs: dg.Definitions, instance: dg.DagsterInstance, e
     try:
         if configured_model().identity == before:
             return
-    except EmbeddingModelError as exc:
+    except (EmbeddingModelError, OSError) as exc:  # not there, or a file it cannot read
         raise RefreshError(f"the sentence model cannot be identified: {exc}") from None
     result = defs.resolve_job_def(MODEL_JOB).execute_in_process(
         instance=instance, tags={REFRESH_TAG: "true"}, raise_on_error=False
