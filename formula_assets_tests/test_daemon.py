@@ -1,7 +1,8 @@
 """A running daemon, end to end: `dg dev` (web server + daemon) on 127.0.0.1 with the
 project's instance, a temporary data lake and the local SPARQL endpoint.
 
-The automation sensor alone builds everything once the probe is observed; an unchanged
+The automation sensor observes the sentence model at its first evaluation, and alone builds
+everything once the probe is observed; an unchanged
 probe starts nothing; 30 new items at the endpoint reach `retrieval_scores` through the
 sensor's runs; the training pool holds throughout; no process outlives the test.
 """
@@ -24,6 +25,7 @@ from formula_assets_tests.pipeline import CLI, sparql_pipeline
 from formula_assets_tests.sparql_server import FakeWdqs, snapshot_world
 
 SENSOR = "formula_assets_automation"
+MODEL = dg.AssetKey("sentence_model")
 INITIAL, NEW = 100, 30
 CHANGED = "2026-12-01T00:00:00Z"
 # A hang fails the test. Two builds of ~17 runs each (10 of them training), each run a fresh
@@ -59,9 +61,10 @@ class Watch:
         return list(self.instance.get_runs())
 
     def automation_runs(self) -> set[str]:
-        """Runs the automation sensor started (the probe's freshness sensor starts its own)."""
+        """Runs the automation sensor started to build assets (the probe's freshness sensor
+        starts its own; the sensor's observations of sentence_model build nothing)."""
         runs = self.instance.get_runs(filters=dg.RunsFilter(tags={"dagster/sensor_name": SENSOR}))
-        return {r.run_id for r in runs}
+        return {r.run_id for r in runs if set(r.asset_selection or ()) != {MODEL}}
 
     def summary(self) -> str:
         lines = [
@@ -115,6 +118,11 @@ class Watch:
             if state.instigator_name == SENSOR:
                 return list(self.instance.get_ticks(state.instigator_origin_id, state.selector_id))
         return []
+
+    def model(self) -> str:
+        """The data version of the latest observation of the sentence model."""
+        records = self.instance.fetch_observations(MODEL, limit=1)
+        return records.records[0].asset_observation.data_version if records.records else ""
 
     def probe(self) -> str:
         """The data version of the latest observation of the Wikidata probe."""
@@ -171,9 +179,10 @@ def test_the_daemon_builds_everything_then_follows_a_change(tmp_path: Path) -> N
             dg.DagsterInstance.from_config(str(run.home)) as instance,
         ):
             watch = Watch(instance, log)
-            # The sensor is on by default; its first evaluation finds the probe never
-            # observed and requests nothing.
+            # The sensor is on by default; its first evaluation observes the sentence model
+            # (never observed), finds the probe never observed and builds nothing.
             watch.until(watch.ticks, "the sensor's first evaluation")
+            watch.until(watch.model, "the sensor's observation of sentence_model")
             assert watch.automation_runs() == set()
 
             observed = launch_job(base, "observe_wikidata")

@@ -29,6 +29,7 @@ EXPECTED_GROUPS = {
     "search_index": "evaluation",
     "report": "evaluation",
     "wikidata_probe": "ingest",
+    "sentence_model": "semantics",
 }
 
 

@@ -79,3 +79,9 @@ def recorded_model(table: pa.Table) -> str | None:
     """The sentence-transformer named in an embedding table's metadata, if any."""
     name = (table.schema.metadata or {}).get(MODEL_NAME_KEY)
     return name.decode() if name else None
+
+
+def recorded_identity(table: pa.Table) -> str | None:
+    """The identity (files' content hash) of the sentence-transformer that made the vectors."""
+    identity = (table.schema.metadata or {}).get(MODEL_IDENTITY_KEY)
+    return identity.decode() if identity else None

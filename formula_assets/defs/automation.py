@@ -10,6 +10,10 @@ too (with their missing parents: the sensor emits a backfill, which runs parents
 except one that a run is building right then (a `formula-assets refresh` started before the
 UI), and so nothing below it either, since those would read its old output.
 
+The `sentence_model` source is observed by the sensor itself: at its first evaluation if it was
+never observed, then hourly (`MODEL_OBSERVATION`); a model whose files changed requests the
+embedding assets, and the change flows down like any other.
+
 A weekly schedule observes the Wikidata probe; a changed fingerprint updates
 `wikidata_formulae` and the change flows down level by level. With the snapshot source the
 fingerprint never changes.
@@ -44,6 +48,12 @@ AUTOMATION = (
     _AC.initial_evaluation() & _AC.missing() & ~_AC.in_progress() & ~_AC.any_deps_missing()
 ).with_label("missing_at_start")
 
+MODEL_OBSERVATION_CRON = "0 * * * *"
+MODEL_OBSERVATION = (
+    ((_AC.initial_evaluation() & _AC.missing()) | _AC.cron_tick_passed(MODEL_OBSERVATION_CRON))
+    & ~_AC.in_progress()
+).with_label("observe_at_start_then_hourly")
+
 
 def default_status() -> dg.DefaultSensorStatus:
     off = os.environ.get(AUTOMATION_ENV, "").strip().lower() in ("off", "0", "false", "no")
@@ -73,7 +83,7 @@ def automation_interval() -> int:
 def automation_sensor() -> dg.AutomationConditionSensorDefinition:
     return dg.AutomationConditionSensorDefinition(
         "formula_assets_automation",
-        target=dg.AssetSelection.all(),
+        target=dg.AssetSelection.all(include_sources=True),  # sentence_model observes itself
         default_status=default_status(),
         minimum_interval_seconds=automation_interval(),
         description="Evaluates every asset's automation condition (eager, plus missing assets "

@@ -115,7 +115,7 @@ def build_report(inputs: ReportInputs) -> Report:
             ["setting", "value"],
             [
                 ["sentence-transformer", inputs.embedding.get("model", "—")],
-                ["model identity", inputs.embedding.get("model_identity", "—")],
+                ["model identity (hash of its files)", inputs.embedding.get("model_identity", "—")],
                 ["semantic aggregation", inputs.embedding.get("aggregation", "—")],
                 ["training profile(s)", ", ".join(sorted({c["profile"] for c in configs}))],
                 ["devices", ", ".join(sorted({c["device"] for c in configs}))],

@@ -53,6 +53,8 @@ class IndexSummary:
     held_out: dict[str, dict[str, dict[str, float]]]
     items: int
     embedding_model: str | None = None
+    # the model's files' content hash: a query must be embedded by the same model
+    embedding_model_identity: str | None = None
 
     def to_json(self) -> dict:
         return {
@@ -63,6 +65,7 @@ class IndexSummary:
             "held_out": self.held_out,
             "items": self.items,
             "embedding_model": self.embedding_model,
+            "embedding_model_identity": self.embedding_model_identity,
         }
 
 
@@ -76,6 +79,7 @@ def build_search_index(
     opt_vectors: Mapping[str, np.ndarray],
     semantic_vectors: Mapping[str, np.ndarray],
     embedding_model: str | None = None,
+    embedding_model_identity: str | None = None,
 ) -> tuple[pa.Table, IndexSummary]:
     """The index rows of every fold, and what the searcher and the metadata need to know."""
     folds = sorted({fold for fold, _ in models})
@@ -112,6 +116,7 @@ def build_search_index(
         held_out=_mean_over_folds(per_fold),
         items=items,
         embedding_model=embedding_model,
+        embedding_model_identity=embedding_model_identity,
     )
     metadata = {METADATA_KEY: json.dumps(summary.to_json())}
     if items:  # one row group per fold × method: a search reads its fold's only

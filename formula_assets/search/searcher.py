@@ -126,6 +126,7 @@ class Searcher:
         self._items: dict[str, dict] | None = None
         self._linearised: dict[str, str] | None = None
         self.model_name = self.index.summary.get("embedding_model")
+        self.model_identity = self.index.summary.get("embedding_model_identity")
         self._models: dict[str, dict[str, Any]] = {}
         self._embedder: Callable[[str], np.ndarray] | None = None
         self._sentences: dict[str, np.ndarray] = {}
@@ -195,9 +196,24 @@ class Searcher:
             from pathlib import Path
 
             from formula_assets.semantics.bert import BertSentenceEncoder, Unsupported
-            from formula_assets.semantics.models import TextEmbedder, resolve_model
+            from formula_assets.semantics.models import (
+                EmbeddingModelError,
+                TextEmbedder,
+                downloaded,
+                resolve_model,
+            )
 
-            spec = resolve_model(self.model_name, "the semantic_embeddings asset")
+            try:
+                spec = downloaded(resolve_model(self.model_name, "the semantic_embeddings asset"))
+            except EmbeddingModelError as exc:
+                raise SearchError(str(exc)) from None
+            if self.model_identity and spec.identity != self.model_identity:
+                raise SearchError(
+                    f"the sentence model {spec.name} is not the one the search index was built "
+                    f"with: its files hash to {spec.identity}, the index's vectors were made by "
+                    f"{self.model_identity} (was it changed in place?); run `make run` "
+                    "(formula-assets refresh) to rebuild the embeddings and the index"
+                )
             try:
                 if not spec.local or spec.parts:
                     raise Unsupported("not one local folder")

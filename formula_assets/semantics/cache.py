@@ -1,6 +1,9 @@
 """Text embeddings cached by (model identity, table, text hash) in the data lake.
 
-A refresh embeds only texts it has not seen with the same model. Each table keeps its own
+A refresh embeds only texts it has not seen with the same model. The model identity is a hash
+of the model's files (`semantics.identity`): a model changed in place gets a new folder, and
+the folders of models no longer configured are simply not read again (nothing here deletes
+them: the cache may be shared by checkouts that use other models). Each table keeps its own
 cache: a vector's last bits depend on the batch it was encoded in, so a text shared by two
 tables (the token `c` is also the linearised OPT of `c`) must not take its bits from
 whichever table ran first, or the same build would differ with the order of its steps.

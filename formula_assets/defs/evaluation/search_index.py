@@ -3,7 +3,7 @@
 import dagster as dg
 import pyarrow as pa
 
-from formula_assets.core.arrow import embedding_matrix, recorded_model
+from formula_assets.core.arrow import embedding_matrix, recorded_identity, recorded_model
 from formula_assets.core.hashing import table_content_hash
 from formula_assets.core.protocol import DIRECTIONS
 from formula_assets.core.versioning import code_version
@@ -35,6 +35,7 @@ def search_index(
         dict(zip(*embedding_matrix(opt_text_embeddings), strict=True)),
         dict(zip(*embedding_matrix(semantic_embeddings), strict=True)),
         recorded_model(semantic_embeddings),
+        recorded_identity(semantic_embeddings),
     )
     held_out = {
         f"{method} {direction}": {k: round(v, 3) for k, v in metrics.items()}

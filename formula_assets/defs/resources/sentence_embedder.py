@@ -27,13 +27,16 @@ class SentenceEmbedderResource(dg.ConfigurableResource):
     )
 
     def embedder(self, model: str | None) -> TextEmbedder:
-        from formula_assets.semantics.models import TextEmbedder, resolve_model
+        """The model identified by its files' content (a hub model is fetched first)."""
+        from formula_assets.semantics.models import TextEmbedder, downloaded, resolve_model
 
         name, origin = profiles.embedding_model(model)
-        return TextEmbedder(resolve_model(name, origin), self.device, self.batch_size)
+        spec = downloaded(resolve_model(name, origin), self.device)
+        return TextEmbedder(spec, self.device, self.batch_size)
 
     def cache(self, embedder: TextEmbedder, table: str, warn) -> EmbeddingCache | None:
-        """The cache of one table's texts (tables never share vectors; see semantics.cache)."""
+        """The cache of one table's texts, keyed by the model files' content (tables never
+        share vectors; see semantics.cache)."""
         from formula_assets.semantics.cache import EmbeddingCache
 
         root = settings.embedding_cache_url() if self.cache_path is None else self.cache_path

@@ -2,8 +2,9 @@
 vectors of each formula's annotation texts (summed, the paper's X_sem), of its linearised
 OPT, and of every OPT token's text.
 
-Both embed with the same model, through the same cache; the model named by the settings is
-part of their code version (`semantics.models` declares it).
+All embed with the same model, through the same cache; the model named by the settings is
+part of their code version (`semantics.models` declares it), and its files' content is their
+upstream `sentence_model` (an observable source), so a model changed in place makes them stale.
 """
 
 import dagster as dg
@@ -21,6 +22,7 @@ from formula_assets.semantics.models import ProgressLog
 from formula_assets.semantics.tables import opt_text_vectors, semantic_vectors, token_vectors
 
 OWNERS = ["team:formula-assets"]
+SENTENCE_MODEL = "sentence_model"  # the observable source of the model's identity
 
 
 class EmbeddingConfig(dg.Config):
@@ -66,6 +68,7 @@ def _embedding_metadata(embedder, stats, table: pa.Table) -> dict:
 
 @dg.asset(
     group_name="semantics",
+    deps=[SENTENCE_MODEL],
     code_version=code_version(__name__),
     automation_condition=AUTOMATION,
     kinds={"pytorch", "parquet"},
@@ -99,6 +102,7 @@ def semantic_embeddings(
 
 @dg.asset(
     group_name="semantics",
+    deps=[SENTENCE_MODEL],
     code_version=code_version(__name__),
     automation_condition=AUTOMATION,
     kinds={"pytorch", "parquet"},
@@ -121,6 +125,7 @@ def opt_text_embeddings(
 
 @dg.asset(
     group_name="semantics",
+    deps=[SENTENCE_MODEL],
     code_version=code_version(__name__),
     automation_condition=AUTOMATION,
     kinds={"pytorch", "parquet"},

@@ -1,0 +1,196 @@
+"""The sentence model is an input that lineage sees: `sentence_model` (an observable source)
+holds a hash of the model's files, so a model saved over the same files makes exactly the
+embedding assets stale, `refresh` rebuilds them with new vectors, and the automation requests
+them. Real assets, a real copy of all-MiniLM-L6-v2 edited in place, the CLI's own staleness
+resolver and refresh loop, in process."""
+
+from pathlib import Path
+
+import dagster as dg
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from formula_assets.cli.refresh import RefreshError, observe_sentence_model, refresh
+from formula_assets.cli.stale import stale_entries
+from formula_assets.core.arrow import vectors as matrix
+from formula_assets.defs.automation import automation_sensor
+from formula_assets.defs.io_managers import DataLakeIOManager
+from formula_assets.defs.resources.sentence_embedder import SentenceEmbedderResource
+from formula_assets.defs.semantics.concept_annotations import concept_annotations
+from formula_assets.defs.semantics.sentence_embeddings import (
+    opt_text_embeddings,
+    opt_text_embeddings_valid,
+    opt_token_embeddings,
+    opt_token_embeddings_valid,
+    semantic_embeddings,
+    semantic_embeddings_valid,
+)
+from formula_assets.defs.semantics.sentence_model import (
+    observe_sentence_model as observe_job,
+)
+from formula_assets.defs.semantics.sentence_model import sentence_model
+from formula_assets.ingest.records import Concept, FormulaRecord, records_to_table
+from formula_assets.syntax.opt import build_opt_graphs
+from formula_assets_tests.semantics.test_identity import copy_model, fine_tune_in_place
+
+EMBEDDINGS = {"semantic_embeddings", "opt_text_embeddings", "opt_token_embeddings"}
+RECORDS = [
+    FormulaRecord(
+        qid="Q1",
+        label="kinetic energy",
+        description="energy of a moving body",
+        mathml="<math><mi>E</mi><mo>=</mo><mi>m</mi></math>",
+        concepts=[Concept("Q11423", "mass", "property of matter")],
+    ),
+    FormulaRecord(qid="Q2", label="speed", description=None, mathml="<math><mi>v</mi></math>"),
+]
+
+
+@dg.asset(name="wikidata_formulae", code_version="1")
+def fixture_formulae() -> pa.Table:
+    return records_to_table(RECORDS)
+
+
+@dg.asset(name="opt_graphs", code_version="1")
+def fixture_graphs() -> pa.Table:
+    return build_opt_graphs([(r.qid, r.mathml) for r in RECORDS]).graphs
+
+
+def definitions(tmp_path: Path) -> dg.Definitions:
+    return dg.Definitions(
+        assets=[
+            sentence_model,
+            fixture_formulae,
+            fixture_graphs,
+            concept_annotations,
+            semantic_embeddings,
+            opt_text_embeddings,
+            opt_token_embeddings,
+        ],
+        asset_checks=[
+            semantic_embeddings_valid,
+            opt_text_embeddings_valid,
+            opt_token_embeddings_valid,
+        ],
+        jobs=[observe_job],
+        sensors=[automation_sensor()],
+        resources={
+            "io_manager": DataLakeIOManager(base_path=str(tmp_path / "lake")),
+            "sentence_embedder": SentenceEmbedderResource(cache_path=str(tmp_path / "cache")),
+        },
+    )
+
+
+def observed(instance: dg.DagsterInstance) -> str | None:
+    records = instance.fetch_observations(dg.AssetKey("sentence_model"), limit=1).records
+    return records[0].asset_observation.data_version if records else None
+
+
+def stale(defs: dg.Definitions, instance: dg.DagsterInstance) -> dict[str, str]:
+    return {str(e.target): "; ".join(e.causes) for e in stale_entries(defs, instance)}
+
+
+def vectors(tmp_path: Path) -> dict[str, np.ndarray]:
+    out = {}
+    for name in EMBEDDINGS:
+        column = pq.read_table(tmp_path / "lake" / f"{name}.parquet").column("embedding")
+        out[name] = matrix(column, column.type.list_size)
+    return out
+
+
+def identity_of(instance: dg.DagsterInstance, name: str) -> str:
+    record = instance.fetch_materializations(dg.AssetKey(name), limit=1).records[0]
+    return record.asset_materialization.metadata["model_identity"].value
+
+
+@pytest.fixture
+def instance():
+    with dg.instance_for_test() as instance:
+        yield instance
+
+
+def test_a_model_changed_in_place_makes_exactly_its_dependents_stale(
+    tmp_path: Path, instance: dg.DagsterInstance, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    model = copy_model(tmp_path / "model")
+    monkeypatch.setenv("FORMULA_ASSETS_EMBEDDING_MODEL", str(model))
+    defs = definitions(tmp_path)
+    lines: list[str] = []
+    first = refresh(defs, instance, lines.append, workers=1)
+    assert set(first.ran) == {"wikidata_formulae", "opt_graphs", "concept_annotations"} | EMBEDDINGS
+    version = observed(instance)
+    assert version is not None
+    assert {identity_of(instance, name) for name in EMBEDDINGS} == {version}
+    assert stale(defs, instance) == {}
+    before = vectors(tmp_path)
+
+    # Unchanged files: the same version, nothing stale, nothing rebuilt (and no second
+    # observation recorded: the refresh compares the hash first).
+    again = refresh(defs, instance, lines.append, workers=1)
+    assert observed(instance) == version and again.ran == []
+    assert len(instance.fetch_observations(dg.AssetKey("sentence_model"), limit=5).records) == 1
+
+    # A fine-tune saved over the same files, file and folder mtimes as they were.
+    fine_tune_in_place(model)
+    observe_sentence_model(defs, instance, lines.append)
+    assert observed(instance) not in (None, version)
+    assert any(line.startswith("sentence_model changed") for line in lines)
+    causes = stale(defs, instance)
+    assert set(causes) == EMBEDDINGS
+    assert all("sentence_model" in cause for cause in causes.values()), causes
+
+    rebuilt = refresh(defs, instance, lines.append, workers=1)
+    assert set(rebuilt.ran) == EMBEDDINGS
+    assert stale(defs, instance) == {}
+    after = vectors(tmp_path)
+    for name in EMBEDDINGS:
+        assert before[name].shape == after[name].shape
+        assert not np.allclose(before[name], after[name], atol=1e-3), name
+    new_version = observed(instance)
+    assert {identity_of(instance, name) for name in EMBEDDINGS} == {new_version}
+    cache_keys = {p.name for p in (tmp_path / "cache").iterdir()}
+    assert cache_keys == {version, new_version}
+
+
+def test_the_automation_observes_the_model_and_requests_its_dependents(
+    tmp_path: Path, instance: dg.DagsterInstance, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    model = copy_model(tmp_path / "model")
+    monkeypatch.setenv("FORMULA_ASSETS_EMBEDDING_MODEL", str(model))
+    defs = definitions(tmp_path)
+    key = dg.AssetKey("sentence_model")
+
+    # The sensor evaluates it (source assets are outside a selection unless asked for).
+    sensor = defs.resolve_sensor_def("formula_assets_automation")
+    assert key in sensor.asset_selection.resolve(defs.resolve_asset_graph())
+    # Never observed: the sensor's first evaluation observes it; the embedding assets wait.
+    result = dg.evaluate_automation_conditions(defs=defs, instance=instance)
+    assert result.get_num_requested(key) == 1
+    assert not any(result.get_num_requested(dg.AssetKey(n)) for n in EMBEDDINGS)
+    refresh(defs, instance, lambda _line: None, workers=1)  # observes, then builds all
+    result = dg.evaluate_automation_conditions(defs=defs, instance=instance, cursor=result.cursor)
+    assert result.total_requested == 0
+
+    fine_tune_in_place(model)
+    assert defs.resolve_job_def("observe_sentence_model").execute_in_process(instance=instance)
+    result = dg.evaluate_automation_conditions(defs=defs, instance=instance, cursor=result.cursor)
+    requested = {
+        k.to_user_string()
+        for k in defs.resolve_asset_graph().get_all_asset_keys()
+        if result.get_num_requested(k)
+    }
+    assert requested == EMBEDDINGS
+
+
+def test_a_model_that_is_not_there_stops_the_refresh_at_once(
+    tmp_path: Path, instance: dg.DagsterInstance, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FORMULA_ASSETS_EMBEDDING_MODEL", str(tmp_path / "nowhere"))
+    defs = definitions(tmp_path)
+    with pytest.raises(RefreshError) as raised:
+        refresh(defs, instance, lambda _line: None, workers=1)
+    message = str(raised.value)
+    assert "FORMULA_ASSETS_EMBEDDING_MODEL" in message and "does not exist" in message
+    assert not (tmp_path / "lake").exists()  # nothing was built on a model that is not there

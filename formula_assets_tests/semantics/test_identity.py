@@ -1,0 +1,181 @@
+"""A sentence model is identified by its files' content: a model saved over the same files (a
+fine-tune written in place, same names, same sizes, same mtimes) is a new model; the same
+files elsewhere are the same model. Real all-MiniLM-L6-v2 files, copied, edited in place."""
+
+import json
+import os
+import shutil
+import struct
+from pathlib import Path
+
+import numpy as np
+import pytest
+from upath import UPath
+
+from formula_assets.semantics.cache import EmbeddingCache, embed_texts
+from formula_assets.semantics.identity import folder_hash
+from formula_assets.semantics.models import (
+    TextEmbedder,
+    downloaded,
+    packaged_default_path,
+    resolve_model,
+)
+
+TEXTS = ["kinetic energy", "speed of light in vacuum"]
+WEIGHTS = "embeddings.word_embeddings.weight"
+
+
+def copy_model(target: Path) -> Path:
+    shutil.copytree(packaged_default_path(), target)
+    return target
+
+
+def keeping_times(paths: list[Path]):
+    """Restore the access and modification times of `paths` after an edit."""
+    times = {p: (p.stat().st_atime_ns, p.stat().st_mtime_ns) for p in paths}
+
+    def restore() -> None:
+        for path, ns in times.items():
+            os.utime(path, ns=ns)
+
+    return restore
+
+
+def fine_tune_in_place(folder: Path, scale: float = 0.05, replace: bool = False) -> None:
+    """Overwrite one tensor of model.safetensors: same name, same size, and the file's and the
+    folder's mtimes set back, as a training run saving over its input may leave them. In place
+    (the same inode), or, with `replace`, written beside and renamed over it (a new inode)."""
+    weights = folder / "model.safetensors"
+    restore = keeping_times([weights, folder])
+    size = weights.stat().st_size
+    data = bytearray(weights.read_bytes())
+    (length,) = struct.unpack("<Q", data[:8])
+    header = json.loads(data[8 : 8 + length])
+    entry = header.get(WEIGHTS) or header[f"bert.{WEIGHTS}"]
+    assert entry["dtype"] == "F32"
+    start, end = (8 + length + offset for offset in entry["data_offsets"])
+    values = np.frombuffer(bytes(data[start:end]), dtype="<f4")
+    noise = np.random.default_rng(0).standard_normal(values.shape).astype("<f4")
+    data[start:end] = (values + scale * noise).astype("<f4").tobytes()
+    if replace:
+        scratch = folder / "model.safetensors.new"
+        scratch.write_bytes(data)
+        scratch.replace(weights)
+    else:
+        with weights.open("r+b") as file:  # no truncation: a process mapping it does not crash
+            file.write(data)
+    restore()
+    assert weights.stat().st_size == size
+
+
+@pytest.fixture
+def model(tmp_path: Path) -> Path:
+    return copy_model(tmp_path / "model")
+
+
+@pytest.mark.parametrize("replace", [False, True], ids=["in place", "replaced"])
+def test_a_model_saved_over_its_files_is_a_new_model(model: Path, replace: bool) -> None:
+    before = resolve_model(str(model), "a test")
+    stat = (model / "model.safetensors").stat()
+    folder_mtime = model.stat().st_mtime_ns
+    fine_tune_in_place(model, replace=replace)
+    after = resolve_model(str(model), "a test")
+    assert (model / "model.safetensors").stat().st_mtime_ns == stat.st_mtime_ns
+    assert (model / "model.safetensors").stat().st_size == stat.st_size
+    assert model.stat().st_mtime_ns == folder_mtime
+    assert after.identity != before.identity
+    assert after.content is not None and after.content.files == before.content.files
+
+
+def test_the_same_files_elsewhere_are_the_same_model(model: Path, tmp_path: Path) -> None:
+    default = resolve_model(None, "the default")
+    moved = resolve_model(str(shutil.copytree(model, tmp_path / "moved" / "elsewhere")), "a test")
+    assert resolve_model(str(model), "a test").identity == default.identity == moved.identity
+    assert default.content is not None and default.content.size > 90_000_000
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        lambda m: (m / "tokenizer.json").write_bytes(
+            (m / "tokenizer.json").read_bytes().replace(b'"[UNK]"', b'"[UNX]"', 1)
+        ),
+        lambda m: (m / "1_Pooling" / "config.json").write_text(
+            (m / "1_Pooling" / "config.json").read_text().replace("true", "false", 1)
+        ),
+        lambda m: (m / "vocab.txt").rename(m / "vocabulary.txt"),
+        lambda m: (m / "extra_weights.bin").write_bytes(b"\0" * 16),
+    ],
+    ids=["tokenizer", "pooling config", "renamed file", "new file"],
+)
+def test_every_file_counts(model: Path, edit) -> None:
+    before = folder_hash(model).digest
+    restore = keeping_times([model])
+    edit(model)
+    restore()
+    assert folder_hash(model).digest != before
+
+
+def test_hidden_files_do_not_count(model: Path) -> None:
+    before = folder_hash(model).digest
+    (model / ".cache" / "huggingface").mkdir(parents=True)
+    (model / ".cache" / "huggingface" / "download.metadata").write_text("2026-12-01")
+    (model / ".gitattributes").write_text("changed")
+    assert folder_hash(model).digest == before
+
+
+def test_joined_models_are_identified_in_order(model: Path) -> None:
+    fine_tune_in_place(model)
+    ab = resolve_model(f"all-MiniLM-L6-v2+{model}", "a test")
+    ba = resolve_model(f"{model}+all-MiniLM-L6-v2", "a test")
+    assert ab.identity != ba.identity
+    assert {p.identity for p in ab.parts} == {p.identity for p in ba.parts}
+    assert len({ab.identity, *[p.identity for p in ab.parts]}) == 3
+
+
+def test_the_changed_model_embeds_anew_under_a_new_cache_key(model: Path, tmp_path: Path) -> None:
+    """In one process, as in a long session: the old vectors come neither from the embedding
+    cache nor from the model already loaded."""
+    root = UPath(tmp_path / "cache")
+    before = TextEmbedder(downloaded(resolve_model(str(model), "a test")))
+    old, stats = embed_texts(TEXTS, before, EmbeddingCache(root, before.spec.identity, "t"))
+    assert stats.embedded == 2
+    fine_tune_in_place(model, replace=True)  # the loaded model keeps mapping the old file
+    after = TextEmbedder(downloaded(resolve_model(str(model), "a test")))
+    new, stats = embed_texts(TEXTS, after, EmbeddingCache(root, after.spec.identity, "t"))
+    assert stats.embedded == 2 and stats.cached == 0
+    assert not np.allclose(old, new, atol=1e-3)
+    assert sorted(p.name for p in Path(str(root)).iterdir()) == sorted(
+        [before.spec.identity, after.spec.identity]
+    )
+    again, stats = embed_texts(TEXTS, after, EmbeddingCache(root, after.spec.identity, "t"))
+    assert stats.cached == 2 and np.array_equal(again, new)
+
+
+def test_a_hub_id_in_the_local_cache_is_identified_by_its_snapshot_files(
+    model: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The Hugging Face cache keeps a snapshot as links to content-addressed blobs: the files
+    behind the links are hashed, as for any folder."""
+    from huggingface_hub import constants
+
+    cache = tmp_path / "hub"
+    repo = cache / "models--someone--tiny-model"
+    snapshot = repo / "snapshots" / ("0" * 40)
+    (repo / "blobs").mkdir(parents=True)
+    for number, source in enumerate(sorted(p for p in model.rglob("*") if p.is_file())):
+        relative = source.relative_to(model)
+        blob = repo / "blobs" / f"{number:040d}"
+        shutil.copyfile(source, blob)
+        (snapshot / relative).parent.mkdir(parents=True, exist_ok=True)
+        (snapshot / relative).symlink_to(os.path.relpath(blob, (snapshot / relative).parent))
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text("0" * 40)
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(cache))
+    spec = resolve_model("someone/tiny-model", "a test")
+    assert spec.local and Path(spec.location) == snapshot
+    assert spec.identity == resolve_model(str(model), "a test").identity
+    fine_tune_in_place(model)  # the blob behind the weights' link, changed
+    blob = (snapshot / "model.safetensors").resolve()
+    blob.write_bytes((model / "model.safetensors").read_bytes())
+    assert resolve_model("someone/tiny-model", "a test").identity != spec.identity
