@@ -199,6 +199,8 @@ _SILENT = {
 }
 _INVISIBLE = {"\u2061", "\u2062", "\u2063", "\u2064"}
 _XML_PREDEFINED = {"amp", "lt", "gt", "quot", "apos"}
+# A named entity XML does not predefine (most formulae have none: they take the fast path).
+_NAMED_ENTITY = re.compile(r"&(?!(?:amp|lt|gt|quot|apos);)[A-Za-z][A-Za-z0-9]{1,31};")
 # A named entity, or the start of markup whose text is not expanded (comment, CDATA, PI).
 _ENTITY_OR_MARKUP = re.compile(r"&([A-Za-z][A-Za-z0-9]{1,31});|<!--|<!\[CDATA\[|<\?")
 _MARKUP_END = {"<!--": "-->", "<![CDATA[": "]]>", "<?": "?>"}
@@ -306,8 +308,6 @@ def _distinct_text(text: str, style: str) -> str:
     runs: list[tuple[str, list[str]]] = []
     for char in text:
         char_style, plain = _char_form(char, style)
-        if char.isspace():
-            char_style = ""
         if runs and runs[-1][0] == char_style:
             runs[-1][1].append(plain)
         else:
@@ -316,8 +316,7 @@ def _distinct_text(text: str, style: str) -> str:
         f"{run_style} {''.join(chars)}" if run_style else "".join(chars)
         for run_style, chars in runs
     ]
-    joined = parts[0] if len(parts) == 1 else " ".join(parts)
-    return " ".join(unicodedata.normalize("NFC", joined).split())
+    return " ".join(unicodedata.normalize("NFC", " ".join(parts)).split())
 
 
 def _inner_text(element: etree._Element) -> str:
@@ -380,8 +379,9 @@ def _replace_named_entities(text: str) -> str:
             break
         name = match.group(1)
         if name is None:  # markup: copy it through its end (unterminated: the parser rejects)
-            end = text.find(_MARKUP_END[match.group(0)], match.end())
-            end = len(text) if end < 0 else end + len(_MARKUP_END[match.group(0)])
+            close = _MARKUP_END[match.group(0)]
+            end = text.find(close, match.end())
+            end = len(text) if end == -1 else end + len(close)
             out.append(text[position:end])
             position = end
             continue
@@ -418,7 +418,7 @@ def _to_bytes(text: str | bytes, options: ParseOptions) -> bytes:
         raise MathMLError("empty input")
     if _FORBIDDEN_MARKUP.search(text):
         raise MathMLError("DTD and entity declarations are not allowed")
-    if "&" in text:
+    if _NAMED_ENTITY.search(text):
         text = _replace_named_entities(text)
     try:
         return text.encode("utf-8")
