@@ -70,6 +70,8 @@ def test_named_entities_in_attributes() -> None:
         ("<mtext><![CDATA[&alpha; &nosuch; <b>]]></mtext>", "&alpha; &nosuch; <b>"),
         ("<?note &nosuch;?><mi>x</mi>", "x"),
         ("<!-- <![CDATA[ --><mi>&alpha;</mi><!-- ]]> -->", "α"),  # CDATA inside a comment
+        ("<!--<?--><mi>&alpha;</mi>", "α"),  # an instruction's start inside a comment
+        ("<mtext><![CDATA[<!--]]>&alpha;</mtext>", "<!--α"),  # a comment's start in CDATA
     ],
 )
 def test_comments_cdata_and_instructions_are_not_expanded(body: str, token: str) -> None:
@@ -78,6 +80,7 @@ def test_comments_cdata_and_instructions_are_not_expanded(body: str, token: str)
 
 def test_an_unknown_entity_after_a_comment_is_still_unknown() -> None:
     assert reason(m("<!-- c --><mi>&alpha;</mi><mi>&nosuch;</mi>")) == "unknown entity &nosuch;"
+    assert reason(m("<!--<?--><mi>&nosuch;</mi>")) == "unknown entity &nosuch;"
 
 
 def test_an_unterminated_comment_is_malformed_not_an_unknown_entity() -> None:
@@ -235,6 +238,26 @@ def test_a_glyph_is_its_alt_text() -> None:
     assert parse_mathml(m("<mi>x<mglyph src='a.png'/></mi>")).token == "x"
 
 
+def test_html_inside_mtext_is_its_text() -> None:
+    html = "<b xmlns='http://www.w3.org/1999/xhtml'>bold</b>"
+    assert parse_mathml(m(f"<mtext>a {html} c</mtext>")).token == "a bold c"
+
+
+def test_depth_counts_the_presentation_annotation() -> None:
+    """semantics → annotation-xml → its content: two levels per wrapping."""
+    body = "<mi>x</mi>"
+    for _ in range(3):
+        body = (
+            "<semantics><ci>c</ci><annotation-xml encoding='MathML-Presentation'>"
+            f"<mrow><mi>s</mi>{body}</mrow></annotation-xml></semantics>"
+        )
+    deepest = 1 + 3 * 3  # <math> is level 0; each wrapping adds three levels
+    assert "x" in parse_mathml(m(body), ParseOptions(max_depth=deepest)).to_sexpr()
+    with pytest.raises(MathMLError) as raised:
+        parse_mathml(m(body), ParseOptions(max_depth=deepest - 1))
+    assert raised.value.reason == f"nesting deeper than {deepest - 1}"
+
+
 # ---- styled letters -------------------------------------------------------------------------
 
 
@@ -245,6 +268,9 @@ def test_a_glyph_is_its_alt_text() -> None:
         ("<mi mathvariant='double-struck'>R</mi>", "double-struck R", "R"),
         ("<mi>&Zopf;</mi>", "double-struck Z", "Z"),
         ("<mi>&#x2115;</mi>", "double-struck N", "N"),
+        ("<mi>ℂ</mi>", "double-struck C", "C"),  # the first letterlike styled letter
+        ("<mi>ⅉ</mi>", "double-struck j", "j"),  # the last one (double-struck italic j)
+        ("<mn>𝟿</mn>", "monospace 9", "9"),  # the last mathematical alphanumeric
         ("<mi>𝐅</mi>", "bold F", "F"),  # bold
         ("<mi>𝑭</mi>", "bold F", "F"),  # bold italic: italic is no style
         ("<mi mathvariant='bold'>F</mi>", "bold F", "F"),
