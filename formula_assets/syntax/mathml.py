@@ -272,10 +272,11 @@ def _style_of(name: str) -> str:
 def _styled_table() -> tuple[dict[str, tuple[str, str]], frozenset[tuple[str, str]]]:
     """Every styled character → (style, plain character), and the (style, plain) that exist.
 
-    They all live in two blocks: Mathematical Alphanumeric Symbols and Letterlike Symbols.
+    They all live in two blocks: Letterlike Symbols (ℂ U+2102 to ⅉ U+2149) and Mathematical
+    Alphanumeric Symbols (U+1D400 to U+1D7FF).
     """
     table: dict[str, tuple[str, str]] = {}
-    for code in (*range(0x2100, 0x2150), *range(0x1D400, 0x1D800)):
+    for code in (*range(0x2102, 0x214A), *range(0x1D400, 0x1D800)):
         char = chr(code)
         if unicodedata.decomposition(char).startswith("<font>"):
             table[char] = (_style_of(unicodedata.name(char)), unicodedata.normalize("NFKC", char))
