@@ -475,7 +475,7 @@ class _Converter:
     def _text(self, element: etree._Element, variant: str = "") -> str:
         """A token's text, white space collapsed, styled letters as `styled_letters` says."""
         text = _inner_text(element) if len(element) else element.text or ""
-        if not text.isascii() or not text.isalnum():
+        if not text.isalnum():  # letters and digits only: no white space to collapse
             text = " ".join(text.split())
         if self.styled == DISTINCT:
             style = _VARIANT_STYLES.get(variant, "")

@@ -44,6 +44,7 @@ def reason(text: str) -> str:
         ("&nvlt;", "<\u20d2"),
         ("&nvgt;", ">\u20d2"),
         ("&AMP;&alpha;&LT;", "&α<"),
+        ("&alpha;&lt;&amp;&gt;&quot;&apos;", "α<&>\"'"),  # XML's own beside named ones
     ],
 )
 def test_named_entities_that_spell_markup_characters_stay_text(entity: str, text: str) -> None:
@@ -322,6 +323,9 @@ def test_depth_counts_the_presentation_annotation() -> None:
         ("<mi mathvariant='bold'>𝔤</mi>", "fraktur g", "g"),  # the character's own style wins
         ("<mi mathvariant='bold'>x2</mi>", "bold x2", "x2"),
         ("<mi mathvariant='double-struck'>x+</mi>", "double-struck x +", "x+"),
+        ("<mo mathvariant='bold'>∇</mo>", "bold ∇", "∇"),  # operators take a style too
+        ("<mo>𝛁</mo>", "bold ∇", "∇"),
+        ("<mi>αβ</mi>", "αβ", "αβ"),
         # No styled character of that style exists: the character stays as it is.
         ("<mo mathvariant='bold'>+</mo>", "+", "+"),
         ("<mi mathvariant='double-struck'>α</mi>", "α", "α"),
@@ -365,6 +369,8 @@ def test_mathvariant_is_inherited_from_mstyle() -> None:
         "bold x",  # the outer one's again after the inner ends
         "b",  # nothing outside the mstyle
     ]
+    operator = parse_mathml(m("<mstyle mathvariant='bold'><mo>∇</mo><mi>φ</mi></mstyle>"))
+    assert operator.to_sexpr() == "group(bold ∇, bold φ)"
     kept = ParseOptions(unwrap_wrappers=False)
     inside = parse_mathml(m("<mstyle mathvariant='bold'><mi>v</mi></mstyle>"), kept)
     assert inside.to_sexpr() == "math(mstyle(bold v))"
