@@ -26,6 +26,8 @@ MIN_FRACTION_ENV = "FORMULA_ASSETS_MIN_FRACTION"
 DEFAULT_MIN_FRACTION = 0.5
 EMBEDDING_CACHE_ENV = "FORMULA_ASSETS_EMBEDDING_CACHE"
 MODEL_DIR_ENV = "FORMULA_ASSETS_MODEL_DIR"
+STYLED_LETTERS_ENV = "FORMULA_ASSETS_STYLED_LETTERS"
+DEFAULT_STYLED_LETTERS = "distinct"  # the parser's default (syntax.mathml.ParseOptions)
 
 SOURCES = ("snapshot", "sparql", "dump")
 DEFAULT_SOURCE = "snapshot"
@@ -122,6 +124,11 @@ def min_fraction(override: float | None = None) -> float:
     if not 0 <= value <= 1:
         raise ValueError(f"the minimum fraction must be between 0 and 1, got {value}")
     return value
+
+
+def styled_letters() -> str:
+    """How the MathML parser spells styled letters (`distinct`, `fold`; see syntax.mathml)."""
+    return (_env(STYLED_LETTERS_ENV) or DEFAULT_STYLED_LETTERS).lower()
 
 
 def project_root() -> Path | None:

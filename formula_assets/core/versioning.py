@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-from formula_assets.core import profiles
+from formula_assets.core import profiles, settings
 from formula_assets.core.hashing import bytes_hash
 
 PACKAGE = "formula_assets"
@@ -48,6 +48,7 @@ UNVERSIONED_LEAF = "checks"
 RESULT_SETTING_VALUES: dict[str, Callable[[], str]] = {
     "embedding_model": lambda: profiles.embedding_model()[0] or profiles.DEFAULT_EMBEDDING_MODEL,
     "profile": lambda: profiles.profile_name(),
+    "styled_letters": lambda: settings.styled_letters(),
 }
 
 

@@ -37,7 +37,7 @@ from formula_assets.search.layout import (
     serving_vectors,
 )
 from formula_assets.syntax.mathml import MathMLError, parse_mathml
-from formula_assets.syntax.opt import build_opt_graphs, flatten
+from formula_assets.syntax.opt import build_opt_graphs, configured_options, flatten
 
 METHODS = SEARCH_METHODS
 
@@ -228,7 +228,7 @@ class Searcher:
         import torch
 
         candidates = self.index.spaces[method][SEMANTIC]
-        linearised = flatten(parse_mathml(mathml)).linearised
+        linearised = flatten(parse_mathml(mathml, configured_options())).linearised
         if method == "sbert_no_cl":
             return self._sentence(linearised), candidates
         model = self.model(method)
@@ -294,7 +294,7 @@ class Searcher:
     def formula_to_concepts(self, mathml: str, top: int = 10) -> list[Hit]:
         """The Wikidata items whose semantics best match a formula's structure."""
         try:
-            parse_mathml(mathml)
+            parse_mathml(mathml, configured_options())
         except MathMLError as exc:
             raise SearchError(f"the formula does not parse: {exc.reason}") from None
         scores = self._scores(lambda m: self._structural_query(m, mathml), SEMANTIC)

@@ -24,7 +24,26 @@ Normalisation (each switchable through `ParseOptions`, all on by default):
   separator, plus) carry no token of their own.
 * ``drop_empty_tokens``: tokens whose text is empty or only white space vanish; spacing
   (``mspace``, ``mphantom``, alignment marks) always does.
-* ``fold_math_alphanumerics``: NFKC folds styled letters (𝐵 U+1D435) to plain ones (B).
+* ``styled_letters`` (``distinct``, ``fold`` or ``keep``): how styled letters and other
+  compatibility characters become token text, see `STYLED_LETTERS`.
+
+Styled letters carry meaning (ℝ the reals, 𝐅 a vector, 𝔤 a Lie algebra), so by default
+(``distinct``) a styled letter or digit is its plain character after a style word: ``ℝ`` and
+``<mi mathvariant="double-struck">R</mi>`` are ``double-struck R``, ``𝐅`` and ``𝑭`` are
+``bold F``. Italic is no style (it is how a letter identifier looks anyway), so 𝑥 is ``x``
+and bold italic is ``bold``. ``mathvariant`` counts on token elements and is inherited from
+``mstyle``, where a styled character of that style exists (as renderers draw it). Other
+compatibility characters fold only when they are a variant of one character (ϕ → φ, ℏ → ħ);
+sequences (∬, …), super- and subscripts and fractions (², ½) stay as written. ``fold`` is
+NFKC of the text, ``mathvariant`` ignored (ℝ and R, ∬ and ∫∫ one token); ``keep`` leaves the
+characters as written.
+
+Named entities (``&alpha;``) become numeric character references before parsing, so they
+stay text (``&LT;`` is a ``<`` character, never markup); comments, CDATA sections and
+processing instructions are left as they are. ``mglyph`` stands for its ``alt`` text. Content
+MathML is not read: a ``semantics`` element whose first child is content MathML is read
+through its ``annotation-xml`` in presentation MathML, and content MathML with none is
+rejected, saying so.
 
 A positional child that normalises to nothing (``{}^{14}C``) becomes the ``symbol`` token
 ``EMPTY_TOKEN`` so arities stay intact. A construct with the wrong number of children is
@@ -41,6 +60,7 @@ import html.entities
 import re
 import unicodedata
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from lxml import etree
 
@@ -48,6 +68,7 @@ from formula_assets.syntax.schema import FUNCTION, OPERATOR, SYMBOL
 
 __all__ = [
     "EMPTY_TOKEN",
+    "STYLED_LETTERS",
     "MathMLError",
     "OptNode",
     "OptTree",
@@ -58,6 +79,10 @@ __all__ = [
 
 MATHML_NS = "http://www.w3.org/1998/Math/MathML"
 EMPTY_TOKEN = "∅"
+# How styled letters become token text (`ParseOptions.styled_letters`): the distinction kept,
+# folded to plain letters by NFKC (the parser's behaviour before the distinction), as written.
+DISTINCT, FOLD, KEEP = "distinct", "fold", "keep"
+STYLED_LETTERS = (DISTINCT, FOLD, KEEP)
 
 
 class MathMLError(ValueError):
@@ -74,10 +99,17 @@ class ParseOptions:
     collapse_single_child_groups: bool = True
     drop_invisible_operators: bool = True
     drop_empty_tokens: bool = True
-    fold_math_alphanumerics: bool = True
+    styled_letters: str = DISTINCT
     max_input_chars: int = 1_000_000
     max_depth: int = 200
     max_nodes: int = 20_000
+
+    def __post_init__(self) -> None:
+        if self.styled_letters not in STYLED_LETTERS:
+            raise ValueError(
+                f"styled_letters must be one of {', '.join(STYLED_LETTERS)}, "
+                f"not {self.styled_letters!r}"
+            )
 
 
 DEFAULT_OPTIONS = ParseOptions()
@@ -167,8 +199,138 @@ _SILENT = {
 }
 _INVISIBLE = {"\u2061", "\u2062", "\u2063", "\u2064"}
 _XML_PREDEFINED = {"amp", "lt", "gt", "quot", "apos"}
-_NAMED_ENTITY = re.compile(r"&([A-Za-z][A-Za-z0-9]{1,31});")
+# A named entity XML does not predefine (most formulae have none: they take the fast path).
+_NAMED_ENTITY = re.compile(r"&(?!(?:amp|lt|gt|quot|apos);)[A-Za-z][A-Za-z0-9]{1,31};")
+# A named entity, or the start of markup whose text is not expanded (comment, CDATA, PI).
+_ENTITY_OR_MARKUP = re.compile(r"&([A-Za-z][A-Za-z0-9]{1,31});|<!--|<!\[CDATA\[|<\?")
+_MARKUP_END = {"<!--": "-->", "<![CDATA[": "]]>", "<?": "?>"}
 _FORBIDDEN_MARKUP = re.compile(r"<!\s*(DOCTYPE|ENTITY)", re.IGNORECASE)
+# Content MathML (MathML 3, chapter 4): this parser reads presentation MathML only.
+_CONTENT_NAMES = """
+    apply bind bvar ci cn cs csymbol share cerror cbytes set list vector matrix matrixrow
+    interval piecewise piece otherwise lambda declare reln fn condition domainofapplication
+    degree lowlimit uplimit logbase momentabout sep abs and approx arccos arccosh arccot
+    arccoth arccsc arccsch arcsec arcsech arcsin arcsinh arctan arctanh arg card
+    cartesianproduct ceiling codomain compose conjugate cos cosh cot coth csc csch curl
+    determinant diff divergence divide domain eq equivalent exists exp factorial factorof
+    floor forall gcd geq grad gt ident image imaginary implies in int intersect inverse
+    laplacian lcm leq limit ln log lt max mean median min minus mode moment neq not notin
+    notprsubset notsubset or outerproduct partialdiff plus power prsubset product quotient
+    real rem root scalarproduct sdev sec sech selector setdiff sin sinh subset sum tan tanh
+    tendsto times transpose union variance vectorproduct xor complexes emptyset eulergamma
+    exponentiale false imaginaryi infinity integers naturalnumbers notanumber pi primes
+    rationals reals true"""
+_CONTENT = frozenset(_CONTENT_NAMES.split())
+_ANNOTATIONS = {"annotation", "annotation-xml"}
+_PRESENTATION_ENCODINGS = {"mathml-presentation", "application/mathml-presentation+xml"}
+
+# Styled letters: Unicode's name of a <font> variant spells its style. Italic is no style
+# (the look of any letter identifier); black-letter is fraktur; bold comes first.
+_STYLE_WORDS = {
+    "BOLD": "bold",
+    "ITALIC": "",
+    "SCRIPT": "script",
+    "FRAKTUR": "fraktur",
+    "BLACK-LETTER": "fraktur",
+    "DOUBLE-STRUCK": "double-struck",
+    "SANS-SERIF": "sans-serif",
+    "MONOSPACE": "monospace",
+}
+# mathvariant values → the same styles (italic dropped); the Arabic ones draw no new letter.
+_VARIANT_STYLES = {
+    "bold": "bold",
+    "bold-italic": "bold",
+    "double-struck": "double-struck",
+    "script": "script",
+    "bold-script": "bold script",
+    "fraktur": "fraktur",
+    "bold-fraktur": "bold fraktur",
+    "sans-serif": "sans-serif",
+    "bold-sans-serif": "bold sans-serif",
+    "sans-serif-italic": "sans-serif",
+    "sans-serif-bold-italic": "bold sans-serif",
+    "monospace": "monospace",
+}
+# Compatibility decompositions that change what a character says: kept as written.
+_MEANINGFUL_TAGS = {"<super>", "<sub>", "<fraction>", "<circle>", "<square>"}
+
+
+def _style_of(name: str) -> str:
+    """The style a styled character's Unicode name spells ("bold", "double-struck", "")."""
+    words = name.split()
+    if words[:1] == ["MATHEMATICAL"]:
+        words = words[1:]
+    styles = []
+    for word in words:
+        if word not in _STYLE_WORDS:
+            break
+        styles.append(_STYLE_WORDS[word])
+    ordered = sorted(filter(None, styles), key=lambda style: style != "bold")
+    return " ".join(ordered)
+
+
+def _styled_table() -> tuple[dict[str, tuple[str, str]], frozenset[tuple[str, str]]]:
+    """Every styled character → (style, plain character), and the (style, plain) that exist.
+
+    They all live in two blocks: Letterlike Symbols (ℂ U+2102 to ⅉ U+2149) and Mathematical
+    Alphanumeric Symbols (U+1D400 to U+1D7FF).
+    """
+    table: dict[str, tuple[str, str]] = {}
+    for code in (*range(0x2102, 0x214A), *range(0x1D400, 0x1D800)):
+        char = chr(code)
+        if unicodedata.decomposition(char).startswith("<font>"):
+            table[char] = (_style_of(unicodedata.name(char)), unicodedata.normalize("NFKC", char))
+    return table, frozenset(table.values())
+
+
+_STYLED, _STYLES_THAT_EXIST = _styled_table()
+
+
+def _char_form(char: str, style: str) -> tuple[str, str]:
+    """(style, text) of one character, `style` being the token's mathvariant style."""
+    styled = _STYLED.get(char)
+    if styled is not None:
+        return styled
+    if style and (style, char) in _STYLES_THAT_EXIST:
+        return style, char
+    decomposition = unicodedata.decomposition(char)
+    if not decomposition.startswith("<"):  # none, or canonical: NFC composes it
+        return "", char
+    tag = decomposition[: decomposition.index(">") + 1]
+    folded = unicodedata.normalize("NFKC", char)
+    if tag in _MEANINGFUL_TAGS or (tag == "<compat>" and len(folded) != 1):
+        return "", char  # ², ½, ∬, …, ″, spacing accents
+    return "", folded  # a variant of one character: ϕ → φ, fullwidth → ASCII, NBSP
+
+
+@lru_cache(maxsize=65_536)
+def _distinct_text(text: str, style: str) -> str:
+    """Token text with styled runs spelled out: 𝐅 → "bold F", ℝx → "double-struck R x"."""
+    runs: list[tuple[str, list[str]]] = []
+    for char in text:
+        char_style, plain = _char_form(char, style)
+        if runs and runs[-1][0] == char_style:
+            runs[-1][1].append(plain)
+        else:
+            runs.append((char_style, [plain]))
+    parts = [
+        f"{run_style} {''.join(chars)}" if run_style else "".join(chars)
+        for run_style, chars in runs
+    ]
+    return " ".join(unicodedata.normalize("NFC", " ".join(parts)).split())
+
+
+def _inner_text(element: etree._Element) -> str:
+    """A token's text with markup inside it: an ``mglyph`` stands for its ``alt`` text."""
+    parts = [element.text or ""]
+    for child in element:
+        if isinstance(child.tag, str):
+            if child.tag.rpartition("}")[2] == "mglyph":
+                parts.append(child.get("alt") or "")
+            else:
+                parts.append("".join(child.itertext()))
+        parts.append(child.tail or "")
+    return "".join(parts)
 
 
 class _RefuseExternal(etree.Resolver):
@@ -204,18 +366,37 @@ _PARSER = _make_parser()
 
 
 def _replace_named_entities(text: str) -> str:
-    """HTML/MathML named entities (``&alpha;``) → characters, without any DTD."""
+    """HTML/MathML named entities (``&alpha;``) → numeric character references, without a DTD.
 
-    def sub(match: re.Match[str]) -> str:
+    A reference is always text to the XML parser, so ``&LT;mo&GT;`` stays the characters
+    ``<mo>`` and never becomes markup. Comments, CDATA and processing instructions are
+    copied as they are: entities mean nothing there. One pass, no backtracking: linear time.
+    """
+    out: list[str] = []
+    position = 0
+    while True:
+        match = _ENTITY_OR_MARKUP.search(text, position)
+        if match is None:
+            break
         name = match.group(1)
+        if name is None:  # markup: copy it through its end (unterminated: the parser rejects)
+            close = _MARKUP_END[match.group(0)]
+            end = text.find(close, match.end())
+            end = len(text) if end == -1 else end + len(close)
+            out.append(text[position:end])
+            position = end
+            continue
+        out.append(text[position : match.start()])
+        position = match.end()
         if name in _XML_PREDEFINED:
-            return match.group(0)
-        char = html.entities.html5.get(name + ";")
-        if char is None:
+            out.append(match.group(0))
+            continue
+        chars = html.entities.html5.get(name + ";")
+        if chars is None:
             raise MathMLError(f"unknown entity &{name};")
-        return char
-
-    return _NAMED_ENTITY.sub(sub, text)
+        out.append("".join(f"&#x{ord(char):X};" for char in chars))
+    out.append(text[position:])
+    return "".join(out)
 
 
 def _to_bytes(text: str | bytes, options: ParseOptions) -> bytes:
@@ -238,7 +419,7 @@ def _to_bytes(text: str | bytes, options: ParseOptions) -> bytes:
         raise MathMLError("empty input")
     if _FORBIDDEN_MARKUP.search(text):
         raise MathMLError("DTD and entity declarations are not allowed")
-    if "&" in text:
+    if _NAMED_ENTITY.search(text):
         text = _replace_named_entities(text)
     try:
         return text.encode("utf-8")
@@ -266,13 +447,22 @@ def _local_name(element: etree._Element) -> str:
 
 
 class _Converter:
-    __slots__ = ("budget", "fold", "keep_empty", "keep_invisible", "options", "warnings")
+    __slots__ = (
+        "budget",
+        "keep_empty",
+        "keep_invisible",
+        "options",
+        "styled",
+        "variant",
+        "warnings",
+    )
 
     def __init__(self, options: ParseOptions) -> None:
         self.options = options
         self.warnings: list[str] = []
         self.budget = options.max_nodes
-        self.fold = options.fold_math_alphanumerics
+        self.styled = options.styled_letters
+        self.variant = ""  # the mathvariant an enclosing mstyle sets
         self.keep_empty = not options.drop_empty_tokens
         self.keep_invisible = not options.drop_invisible_operators
 
@@ -282,17 +472,17 @@ class _Converter:
             raise MathMLError(f"formula exceeds {self.options.max_nodes:,} OPT nodes")
         return OptNode(type, token, children)
 
-    def _text(self, element: etree._Element) -> str:
-        text = element.text or ""
-        if len(element):  # mglyph/malignmark inside a token: keep the readable text only
-            text = "".join(element.itertext())
-        if text.isascii():
-            if not text.isalnum():
-                text = " ".join(text.split())
-        else:
+    def _text(self, element: etree._Element, variant: str = "") -> str:
+        """A token's text, white space collapsed, styled letters as `styled_letters` says."""
+        text = _inner_text(element) if len(element) else element.text or ""
+        if not text.isalnum():  # letters and digits only: no white space to collapse
             text = " ".join(text.split())
-            if self.fold:
-                text = unicodedata.normalize("NFKC", text)
+        if self.styled == DISTINCT:
+            style = _VARIANT_STYLES.get(variant, "")
+            if style or not text.isascii():
+                text = _distinct_text(text, style)
+        elif self.styled == FOLD and not text.isascii():
+            text = unicodedata.normalize("NFKC", text)
         return text
 
     def sequence(self, element: etree._Element, depth: int) -> list[OptNode]:
@@ -301,14 +491,14 @@ class _Converter:
             raise MathMLError(f"nesting deeper than {self.options.max_depth}")
         name = _local_name(element)
         if name == "mi" or name == "mn" or name == "mtext" or name == "ms":
-            text = self._text(element)
+            text = self._text(element, element.get("mathvariant") or self.variant)
             if not text:
                 if not self.keep_empty:
                     return []
                 text = EMPTY_TOKEN
             return [self._node(SYMBOL, text)]
         if name == "mo":
-            text = self._text(element)
+            text = self._text(element, element.get("mathvariant") or self.variant)
             if text in _INVISIBLE and not self.keep_invisible:
                 return []
             if not text:
@@ -321,8 +511,20 @@ class _Converter:
             if len(children) <= 1 and self.options.collapse_single_child_groups:
                 return children
             return [self._with_roles(self._node(FUNCTION, "group"), children, "arg")]
+        if name == "mstyle":
+            variant = element.get("mathvariant")
+            if variant is not None:  # inherited by the tokens inside
+                outer, self.variant = self.variant, variant
+                nodes = self._unwrapped(element, name, depth)
+                self.variant = outer
+                return nodes
+        return self._unwrapped(element, name, depth)
+
+    def _unwrapped(self, element: etree._Element, name: str, depth: int) -> list[OptNode]:
         if name in _WRAPPERS and self.options.unwrap_wrappers:
-            if name == "semantics" or name == "maction":
+            if name == "semantics":
+                return self._semantics(element, depth)
+            if name == "maction":
                 first = next((c for c in element if isinstance(c.tag, str)), None)
                 return [] if first is None else self.sequence(first, depth + 1)
             return self.row(element, depth)
@@ -332,6 +534,23 @@ class _Converter:
             detail = " ".join("".join(element.itertext()).split())[:120]
             raise MathMLError(f"the formula did not render (merror: {detail!r})")
         return [self.construct(element, name, depth)]
+
+    def _semantics(self, element: etree._Element, depth: int) -> list[OptNode]:
+        """The annotated expression, or its presentation annotation when that is content."""
+        kids = [c for c in element if isinstance(c.tag, str)]
+        if not kids:
+            return []
+        first = kids[0]
+        first_name = first.tag.rpartition("}")[2]
+        if first_name in _CONTENT or first_name in _ANNOTATIONS:
+            for kid in kids:
+                encoding = " ".join(kid.get("encoding", "").split()).lower()
+                if (
+                    kid.tag.rpartition("}")[2] == "annotation-xml"
+                    and encoding in _PRESENTATION_ENCODINGS
+                ):
+                    return self.row(kid, depth + 1)
+        return self.sequence(first, depth + 1)
 
     def row(self, element: etree._Element, depth: int) -> list[OptNode]:
         nodes: list[OptNode] = []
@@ -381,11 +600,11 @@ class _Converter:
             if len(children) == 1 and children[0].token == "group" and children[0].children:
                 children = children[0].children
             return self._with_roles(self._node(FUNCTION, _INFERRED_ROW[name]), children, "arg")
-        if name == "mtable":
-            rows = [self.construct(k, _local_name(k), depth + 1) for k in kids]
+        if name == "mtable":  # rows are normalised like any row: wrappers, spacing, merror
+            rows = self.row(element, depth)
             return self._with_roles(self._node(FUNCTION, "table"), rows, "row")
         if name in ("mtr", "mlabeledtr"):
-            cells = [self.one(k, depth + 1) for k in kids]
+            cells = self.row(element, depth)
             node = self._with_roles(self._node(FUNCTION, "row"), cells, "cell")
             if name == "mlabeledtr" and cells:
                 cells[0].role = "label"
@@ -397,6 +616,10 @@ class _Converter:
         if name == "mrow" or name in _WRAPPERS:  # wrappers kept as nodes when not unwrapped
             token = "group" if name == "mrow" else name
             return self._with_roles(self._node(FUNCTION, token), self.row(element, depth), "arg")
+        if name in _CONTENT:
+            raise MathMLError(
+                f"content MathML (<{name}>) is not supported: only presentation MathML is"
+            )
         # Any other element: a function node named by its tag, or a symbol if it is a leaf.
         if not kids:
             text = self._text(element) or element.get("alt", "").strip()

@@ -14,15 +14,21 @@ from dataclasses import dataclass, field
 
 import pyarrow as pa
 
-from formula_assets.syntax.mathml import (
-    DEFAULT_OPTIONS,
-    MathMLError,
-    OptNode,
-    ParseOptions,
-    parse_mathml_tree,
-)
+from formula_assets.core import settings
+from formula_assets.syntax.mathml import MathMLError, OptNode, ParseOptions, parse_mathml_tree
 
+# How styled letters become tokens changes every graph: it enters the code version.
+RESULT_SETTINGS = ("styled_letters",)
 EXCERPT_CHARS = 200
+
+
+def configured_options() -> ParseOptions:
+    """The parse options the pipeline and search use: the defaults, and the styled-letter
+    setting (FORMULA_ASSETS_STYLED_LETTERS)."""
+    try:
+        return ParseOptions(styled_letters=settings.styled_letters())
+    except ValueError as exc:
+        raise ValueError(f"{settings.STYLED_LETTERS_ENV}: {exc}") from None
 
 
 @dataclass
@@ -161,9 +167,14 @@ def _gc_paused() -> Iterator[None]:
 
 def build_opt_graphs(
     formulae: Iterable[tuple[str, str | None]],
-    options: ParseOptions = DEFAULT_OPTIONS,
+    options: ParseOptions | None = None,
 ) -> OptBuild:
-    """Parse (qid, MathML) pairs; failures become rejected rows and the rest go on."""
+    """Parse (qid, MathML) pairs; failures become rejected rows and the rest go on.
+
+    Without `options`, those of `configured_options`.
+    """
+    if options is None:
+        options = configured_options()
     with _gc_paused():
         return _build_opt_graphs(formulae, options)
 

@@ -156,12 +156,17 @@ def test_type_checking_imports_do_not_count(copy: Path) -> None:
             "/models/other",
             {"semantic_embeddings", "opt_text_embeddings", "opt_token_embeddings"},
         ),
+        ("FORMULA_ASSETS_STYLED_LETTERS", "fold", {"opt_graphs", "rejected_formulae"}),
     ],
 )
 def test_result_changing_settings_enter_exactly_their_assets(
     monkeypatch: pytest.MonkeyPatch, variable: str, value: str, expected: set[str]
 ) -> None:
-    for name in ("FORMULA_ASSETS_PROFILE", "FORMULA_ASSETS_EMBEDDING_MODEL"):
+    for name in (
+        "FORMULA_ASSETS_PROFILE",
+        "FORMULA_ASSETS_EMBEDDING_MODEL",
+        "FORMULA_ASSETS_STYLED_LETTERS",
+    ):
         monkeypatch.delenv(name, raising=False)
     before = versions(PACKAGE)
     monkeypatch.setenv(variable, value)

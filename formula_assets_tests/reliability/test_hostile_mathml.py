@@ -51,6 +51,7 @@ DOCUMENTED_REASONS = [
     r"formula exceeds [\d,]+ OPT nodes",
     r"the formula did not render \(merror: .*\)",
     r"the formula is empty",
+    r"content MathML \(<[^>]+>\) is not supported: only presentation MathML is",
 ]
 
 
@@ -486,6 +487,10 @@ TAGS = [
     "mspace",
     "menclose",
     "mtext",
+    "mglyph",
+    "annotation-xml",
+    "apply",
+    "ci",
     "x:y",
 ]
 
@@ -496,13 +501,40 @@ def markup(draw, depth: int = 0) -> str:
     if depth > 6 or draw(st.booleans()):
         return draw(
             st.sampled_from(
-                ["x", "", "&amp;", "&alpha;", "\u2061", "&#x1D435;", "<", "&", "&nosuch;", "∅"]
+                [
+                    "x",
+                    "",
+                    "&amp;",
+                    "&alpha;",
+                    "\u2061",
+                    "&#x1D435;",
+                    "<",
+                    "&",
+                    "&nosuch;",
+                    "∅",
+                    "&LT;mi&GT;",
+                    "<!-- &nosuch; -->",
+                    "<![CDATA[&alpha;]]>",
+                    "<!--",
+                    "ℝ𝐅",
+                ]
             )
         )
     tag = draw(st.sampled_from(TAGS))
     children = draw(st.lists(markup(depth + 1), max_size=4))
     attrs = draw(
-        st.sampled_from(["", ' open="["', ' separators=""', ' xmlns:x="urn:x"', ' xmlns="urn:z"'])
+        st.sampled_from(
+            [
+                "",
+                ' open="["',
+                ' separators=""',
+                ' xmlns:x="urn:x"',
+                ' xmlns="urn:z"',
+                ' encoding="MathML-Presentation"',
+                ' mathvariant="bold"',
+                ' alt="&LT;"',
+            ]
+        )
     )
     close = draw(st.sampled_from([f"</{tag}>", f"</{tag}>", "", "</mi>"]))
     return f"<{tag}{attrs}>{''.join(children)}{close}"

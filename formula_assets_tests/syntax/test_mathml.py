@@ -172,10 +172,10 @@ def test_extra_children_become_arguments() -> None:
     assert tree.warnings
 
 
-def test_math_alphanumerics_fold_and_whitespace() -> None:
-    assert parse_mathml(m("<mi>\U0001d435</mi>")).token == "B"
+def test_math_italic_folds_and_whitespace_collapses() -> None:
+    assert parse_mathml(m("<mi>\U0001d435</mi>")).token == "B"  # italic: the plain letter
     assert parse_mathml(m("<mtext>  for \n all </mtext>")).token == "for all"
-    keep = ParseOptions(fold_math_alphanumerics=False)
+    keep = ParseOptions(styled_letters="keep")
     assert parse_mathml(m("<mi>\U0001d435</mi>"), keep).token == "\U0001d435"
 
 
@@ -443,18 +443,31 @@ def test_local_name_cache_is_bounded() -> None:
         ("<mtext>a \t b\n c</mtext>", "a b c"),
         ("<ms>quoted text</ms>", "quoted text"),
         ("<mtext>for\u00a0 all</mtext>", "for all"),  # non-ASCII space: collapsed too
-        ("<mi>\U0001d49c</mi>", "A"),  # mathematical script A folds to A
-        ("<mn>\u00bd</mn>", "1⁄2"),  # NFKC: vulgar fraction one half
+        ("<mi>\U0001d49c</mi>", "script A"),  # mathematical script A
+        ("<mn>\u00bd</mn>", "\u00bd"),  # a fraction character is not 1⁄2
         ("<mi>a<malignmark/>b</mi>", "ab"),  # markup inside a token: its text only
-        ("<mi><mglyph alt='g'/>z</mi>", "z"),
+        ("<mi><mglyph alt='g'/>z</mi>", "gz"),  # a glyph is its alt text
     ],
 )
 def test_token_text_normalisation(token: str, text: str) -> None:
     assert parse_mathml(m(token)).token == text
 
 
+@pytest.mark.parametrize(
+    ("token", "text"),
+    [
+        ("<mi>\U0001d49c</mi>", "A"),
+        ("<mn>\u00bd</mn>", "1⁄2"),  # NFKC: vulgar fraction one half
+        ("<mi mathvariant='double-struck'>R</mi>", "R"),  # mathvariant is ignored
+        ("<mi>a<mglyph alt='g'/></mi>", "ag"),
+    ],
+)
+def test_token_text_when_styled_letters_fold(token: str, text: str) -> None:
+    assert parse_mathml(m(token), ParseOptions(styled_letters="fold")).token == text
+
+
 def test_folding_switched_off_still_collapses_space() -> None:
-    keep = ParseOptions(fold_math_alphanumerics=False)
+    keep = ParseOptions(styled_letters="keep")
     assert (
         parse_mathml(m("<mi>\U0001d49c\u00a0 \U0001d49c</mi>"), keep).token
         == "\U0001d49c \U0001d49c"

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from formula_assets.graphs.vocabulary import TokenVocabulary
 from formula_assets.syntax import opt
-from formula_assets.syntax.mathml import OptNode, parse_mathml
+from formula_assets.syntax.mathml import OptNode, ParseOptions, parse_mathml
 from formula_assets.syntax.opt import (
     BATCH_ROWS,
     EXCERPT_CHARS,
@@ -364,3 +364,39 @@ def test_garbage_collector_is_restored_when_building_fails() -> None:
     with pytest.raises(RuntimeError, match="source failed"):
         build_opt_graphs(rows())
     assert gc.isenabled()
+
+
+# ---- the styled-letter setting ----------------------------------------------------------------
+
+STYLED = '<math><mrow><mi>&#x211D;</mi><mo>=</mo><mi mathvariant="bold">F</mi></mrow></math>'
+
+
+def test_the_styled_letter_setting_reaches_the_graphs(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("FORMULA_ASSETS_STYLED_LETTERS", raising=False)
+    assert opt.configured_options() == ParseOptions()
+    distinct = build_opt_graphs([("Q1", STYLED)]).graphs.column("node_tokens").to_pylist()
+    assert distinct == [["group", "double-struck R", "=", "bold F"]]
+    monkeypatch.setenv("FORMULA_ASSETS_STYLED_LETTERS", " Fold ")
+    assert opt.configured_options() == ParseOptions(styled_letters="fold")
+    folded = build_opt_graphs([("Q1", STYLED)]).graphs.column("node_tokens").to_pylist()
+    assert folded == [["group", "R", "=", "F"]]
+    # Options given explicitly win over the setting.
+    explicit = build_opt_graphs([("Q1", STYLED)], ParseOptions()).graphs
+    assert explicit.column("node_tokens").to_pylist() == distinct
+
+
+def test_a_bad_styled_letter_setting_names_the_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FORMULA_ASSETS_STYLED_LETTERS", "bold")
+    with pytest.raises(ValueError) as raised:
+        opt.configured_options()
+    assert str(raised.value) == (
+        "FORMULA_ASSETS_STYLED_LETTERS: styled_letters must be one of distinct, fold, keep, "
+        "not 'bold'"
+    )
+
+
+def test_the_setting_default_is_the_parser_default(monkeypatch: pytest.MonkeyPatch) -> None:
+    from formula_assets.core import settings as core_settings
+
+    monkeypatch.delenv("FORMULA_ASSETS_STYLED_LETTERS", raising=False)
+    assert core_settings.styled_letters() == ParseOptions().styled_letters == "distinct"
