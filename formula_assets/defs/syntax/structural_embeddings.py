@@ -7,11 +7,10 @@ import pyarrow as pa
 from pydantic import Field
 
 from formula_assets.core.arrow import embedding_table, with_expected_dimension
-from formula_assets.core.checks import vectors_valid
 from formula_assets.core.hashing import table_content_hash
 from formula_assets.core.versioning import code_version
 from formula_assets.defs.automation import AUTOMATION
-from formula_assets.defs.checks import check_result
+from formula_assets.defs.checks import vectors_valid_check
 from formula_assets.syntax.structural import DEFAULT_DIMENSIONS
 
 
@@ -55,7 +54,4 @@ def structural_embeddings(
     )
 
 
-@dg.asset_check(asset=structural_embeddings, blocking=True)
-def structural_embeddings_valid(structural_embeddings: pa.Table) -> dg.AssetCheckResult:
-    """Finite vectors of the configured width, none all-zero."""
-    return check_result(vectors_valid(structural_embeddings))
+structural_embeddings_valid = vectors_valid_check(structural_embeddings, "configured")
