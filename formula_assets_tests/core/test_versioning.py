@@ -128,9 +128,9 @@ def test_shipped_data_files_count(copy: Path) -> None:
 def test_a_new_import_is_picked_up_without_a_list(copy: Path) -> None:
     before = versions(copy)
     folds = copy / "defs" / "training" / "cv_folds.py"
-    folds.write_text(folds.read_text() + "\nfrom formula_assets.syntax import structural  # noqa\n")
+    folds.write_text(folds.read_text() + "\nfrom formula_assets.syntax import wl_svd  # noqa\n")
     assert changed(before, versions(copy)) == {"cv_folds"}
-    target = copy / "syntax" / "structural.py"
+    target = copy / "syntax" / "wl_svd.py"
     with_import = versions(copy)
     target.write_text(target.read_text() + "\n# now part of cv_folds too\n")
     assert "cv_folds" in changed(with_import, versions(copy))
@@ -141,10 +141,10 @@ def test_type_checking_imports_do_not_count(copy: Path) -> None:
     folds.write_text(
         folds.read_text()
         + "\nfrom typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
-        + "    from formula_assets.syntax import structural  # noqa\n"
+        + "    from formula_assets.syntax import wl_svd  # noqa\n"
     )
     versioner = versioning.Versioner(copy)
-    assert "formula_assets.syntax.structural" not in versioner.closure(MODULES["cv_folds"])
+    assert "formula_assets.syntax.wl_svd" not in versioner.closure(MODULES["cv_folds"])
 
 
 @pytest.mark.parametrize(

@@ -11,7 +11,7 @@ from formula_assets.core.hashing import table_content_hash
 from formula_assets.core.versioning import code_version
 from formula_assets.defs.automation import AUTOMATION
 from formula_assets.defs.checks import vectors_valid_check
-from formula_assets.syntax.structural import DEFAULT_DIMENSIONS
+from formula_assets.syntax.wl_svd import DEFAULT_DIMENSIONS
 
 
 class StructuralConfig(dg.Config):
@@ -35,7 +35,7 @@ def structural_embeddings(
     context: dg.AssetExecutionContext, config: StructuralConfig, opt_graphs: pa.Table
 ):
     """A training-free structural vector per formula (WL subtree features + SVD by default)."""
-    from formula_assets.graphs.structural import structural_embeddings as embed
+    from formula_assets.graphs.training_free import structural_embeddings as embed
 
     matrix = embed(opt_graphs, config.method, config.dimensions, config.seed)
     table = with_expected_dimension(
