@@ -15,7 +15,7 @@ from formula_assets.core import versioning
 from formula_assets.definitions import defs
 
 PACKAGE = Path(versioning.__file__).resolve().parents[1]
-# Modules that judge, show or schedule data but never make it (the README's boundary).
+# Modules that judge, show or schedule data but never make it (the boundary in docs/lineage.md).
 OUTSIDE = ("formula_assets.cli", "formula_assets.deploy", "formula_assets.core.versioning")
 OUTSIDE_DEFS = ("metadata", "checks", "automation")
 
@@ -105,7 +105,7 @@ def test_a_comment_changes_exactly_the_assets_whose_closure_holds_the_module(
 
 
 def test_the_closures_are_the_expected_ones(import_graph: grimp.ImportGraph) -> None:
-    """Spot checks that the boundary and the stage split are what the README says."""
+    """Spot checks that the boundary and the stage split are what docs/lineage.md says."""
     closure = {asset: graph_closure(import_graph, m) for asset, m in MODULES.items()}
     assert "formula_assets.syntax.mathml" in closure["opt_graphs"]
     assert "formula_assets.syntax.mathml" not in closure["structural_embeddings"]
