@@ -266,7 +266,8 @@ def _correspondence(
     _rsa_metrics(spaces, settings, rng, result)
     _procrustes_metric(spaces, result)
     result.add("linear_cka", linear_cka(x, y))
-    _cca_metrics(spaces, settings, rng, result)
+    _cca_metrics(spaces, settings, result)
+    _cca_controls(spaces, settings, rng, result)
     return result
 
 
@@ -377,19 +378,17 @@ def _procrustes_metric(spaces: _Spaces, result: CorrespondenceResult) -> None:
     result.add("procrustes_error", disparity, pca_dimensions=spaces.k, measure="scipy disparity")
 
 
+def _cca_components(spaces: _Spaces, settings: CorrespondenceSettings) -> int:
+    return min(settings.cca_components, spaces.x.shape[1], spaces.y.shape[1], spaces.n - 2)
+
+
 def _cca_metrics(
-    spaces: _Spaces,
-    settings: CorrespondenceSettings,
-    rng: np.random.Generator,
-    result: CorrespondenceResult,
+    spaces: _Spaces, settings: CorrespondenceSettings, result: CorrespondenceResult
 ) -> None:
-    """`cca_mean`, `cca_top10`, and the controls `cca_mean_shuffled` and `cca_mean_heldout`."""
-    x, y, n = spaces.x, spaces.y, spaces.n
-    kc = min(settings.cca_components, x.shape[1], y.shape[1], n - 2)
-    in_sample = canonical_correlations(x, y, kc)
-    shuffled = canonical_correlations(x, y[rng.permutation(n)], kc)
-    heldout = heldout_canonical_correlations(x, y, kc, settings.heldout_fraction, rng)
-    result.cca_in_sample, result.cca_shuffled, result.cca_heldout = in_sample, shuffled, heldout
+    """`cca_mean` and `cca_top10`: in-sample canonical correlations of the raw vectors."""
+    kc = _cca_components(spaces, settings)
+    in_sample = canonical_correlations(spaces.x, spaces.y, kc)
+    result.cca_in_sample = in_sample
     top = in_sample[:10]
     result.add("cca_mean", in_sample.mean(), components=kc, inputs="standardised")
     result.add(
@@ -399,6 +398,21 @@ def _cca_metrics(
         maximum=float(top.max()),
         components=len(top),
     )
+
+
+def _cca_controls(
+    spaces: _Spaces,
+    settings: CorrespondenceSettings,
+    rng: np.random.Generator,
+    result: CorrespondenceResult,
+) -> None:
+    """`cca_mean_shuffled` (the overfitting floor) and `cca_mean_heldout` (fit on one part,
+    correlated on the rest): how much of the in-sample CCA is real."""
+    x, y, n = spaces.x, spaces.y, spaces.n
+    kc = _cca_components(spaces, settings)
+    shuffled = canonical_correlations(x, y[rng.permutation(n)], kc)
+    heldout = heldout_canonical_correlations(x, y, kc, settings.heldout_fraction, rng)
+    result.cca_shuffled, result.cca_heldout = shuffled, heldout
     result.add(
         "cca_mean_shuffled",
         shuffled.mean(),
