@@ -90,8 +90,8 @@ def problems(command: Command) -> list[str]:
 
         return click_problems(cli, command.args)
     if command.tool.startswith("python"):
-        if command.args[:1] != ("-m",):
-            return []
+        if len(command.args) < 2 or command.args[0] != "-m":
+            return []  # not a module run (`python -c …`), or prose naming `python -m`
         module = command.args[1]
         if "<" in module:  # a placeholder: `python -m benchmarks.<name>`
             return []
