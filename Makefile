@@ -13,7 +13,7 @@ export VIRTUAL_ENV := $(CURDIR)/$(VENV)
 export HF_HUB_OFFLINE ?= 1
 export TRANSFORMERS_OFFLINE ?= 1
 
-.PHONY: install install-mpnet home run test test-daemon ui validate bench mutation distributed clean
+.PHONY: install install-mpnet home run test test-daemon ui validate docs bench mutation distributed clean
 
 install: $(VENV)/.installed
 
@@ -52,6 +52,10 @@ ui: home
 validate: home
 	$(BIN)/dg check defs
 
+# The documentation site in site/ (strict: a broken link or a page missing from the nav fails).
+docs: install
+	$(BIN)/mkdocs build --strict
+
 bench: install
 	$(BIN)/python -m benchmarks
 
@@ -60,9 +64,9 @@ PROFILE ?= smoke
 distributed: install
 	$(BIN)/formula-assets distributed --workers 2 --profile $(PROFILE)
 
-# Mutation testing of the core domain modules (≈ 15 min on 2 cores; see README, Tests).
+# Mutation testing of the core domain modules (≈ 15 min on 2 cores; see docs/tests.md).
 mutation: install
 	$(BIN)/python -m mutation --quiet
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache
+	rm -rf $(VENV) .pytest_cache .ruff_cache site

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from benchmarks.common import print_table, write_result
 from formula_assets.core import settings
-from formula_assets_tests.pipeline import CLI, ROOT
+from formula_assets_tests.support.pipeline import CLI, ROOT
 
 
 def timed(args: list[str], env: dict[str, str]) -> tuple[float, str]:

@@ -31,7 +31,7 @@ from formula_assets.core import lake, settings
 from formula_assets.core.arrow import embedding_matrix
 from formula_assets.evaluation.bm25 import bm25_scorer
 from formula_assets.evaluation.ranking import DotScorer, gold_ranks, normalise_rows
-from formula_assets.graphs.structural import structural_embeddings
+from formula_assets.graphs.training_free import structural_embeddings
 from formula_assets.ingest.records import records_to_table
 from formula_assets.semantics.annotations import build_annotations
 from formula_assets.syntax.opt import build_opt_graphs

@@ -1,7 +1,7 @@
 """What the SPARQL change probe costs: rows and bytes of its one answer, and its wall time
 against the local test endpoint, for the snapshot's items (1×) and a synthetic 10× corpus.
 
-The endpoint here is `formula_assets_tests.sparql_server` (a real HTTP server); the time
+The endpoint here is `formula_assets_tests.support.sparql_server` (a real HTTP server); the time
 covers the request, the JSON decoding, the row checks and the hash, plus the server's side.
 It does not say how long WDQS takes to evaluate the query, which cannot be measured offline.
 """
@@ -18,7 +18,12 @@ from benchmarks.synthetic import synthetic_records
 from formula_assets.ingest.probe import fingerprint
 from formula_assets.ingest.snapshot import snapshot_records
 from formula_assets.ingest.sparql import PROBE_VARIABLES, SparqlConfig
-from formula_assets_tests.sparql_server import FakeWdqs, probe_rows, snapshot_world, sparql_result
+from formula_assets_tests.support.sparql_server import (
+    FakeWdqs,
+    probe_rows,
+    snapshot_world,
+    sparql_result,
+)
 
 
 def measure(scale: int, runs: int) -> dict[str, object]:

@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 from benchmarks.common import print_table, write_result
-from formula_assets_tests.pipeline import (
+from formula_assets_tests.support.pipeline import (
     CLI,
     ROOT,
     Pipeline,

@@ -15,7 +15,7 @@ from benchmarks.growth import _semantic
 from benchmarks.synthetic import synthetic_records
 from formula_assets.analysis.correspondence import pca_project, rsa
 from formula_assets.evaluation.ranking import DotScorer, gold_ranks, normalise_rows
-from formula_assets.graphs.structural import structural_embeddings
+from formula_assets.graphs.training_free import structural_embeddings
 from formula_assets.syntax.opt import build_opt_graphs
 
 

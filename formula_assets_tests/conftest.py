@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 import pytest
 
-from formula_assets_tests.sparql_server import FakeWdqs
+from formula_assets_tests.support.sparql_server import FakeWdqs
 
 
 @pytest.fixture
@@ -66,7 +66,7 @@ def embedding_cache(tmp_path_factory: pytest.TempPathFactory):
 @pytest.fixture(scope="session")
 def materialized(tmp_path_factory: pytest.TempPathFactory, embedding_cache):
     """The whole graph materialized once per session by `formula-assets refresh` (smoke)."""
-    from formula_assets_tests.pipeline import pipeline
+    from formula_assets_tests.support.pipeline import pipeline
 
     run = pipeline(tmp_path_factory.mktemp("baseline"), embedding_cache)
     completed = run.run("refresh")

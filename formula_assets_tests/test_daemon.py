@@ -20,9 +20,9 @@ from dagster._core.scheduler.instigation import InstigatorType
 
 from formula_assets.ingest.snapshot import snapshot_records
 from formula_assets.ingest.sources import sample_records
-from formula_assets_tests.dev_server import dagster_dev, launch_job, processes_of
-from formula_assets_tests.pipeline import CLI, sparql_pipeline
-from formula_assets_tests.sparql_server import FakeWdqs, snapshot_world
+from formula_assets_tests.support.dev_server import dagster_dev, launch_job, processes_of
+from formula_assets_tests.support.pipeline import CLI, sparql_pipeline
+from formula_assets_tests.support.sparql_server import FakeWdqs, snapshot_world
 
 SENSOR = "formula_assets_automation"
 MODEL = dg.AssetKey("sentence_model")

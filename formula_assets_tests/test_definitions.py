@@ -1,4 +1,4 @@
-"""The code location loads with the asset keys, groups and checks the README names, every
+"""The code location loads with the asset keys, groups and checks the docs name, every
 selection a user can type resolves, and `dg` accepts the project."""
 
 import json

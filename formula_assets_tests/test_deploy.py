@@ -79,7 +79,7 @@ def test_a_plain_postgresql_url_is_the_known_pitfall(
     tmp_path: Path, postgres: Postgres, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """SQLAlchemy 2 reads `postgresql://` as psycopg 3, which is not installed: the reason the
-    shipped settings and the README insist on `postgresql+psycopg2://`."""
+    shipped settings and docs/deployment.md insist on `postgresql+psycopg2://`."""
     source = resources.files("formula_assets") / "deploy" / "dagster.yaml"
     shutil.copy(str(source), tmp_path / "dagster.yaml")
     monkeypatch.setenv("FORMULA_ASSETS_POSTGRES_URL", postgres.url(driver="postgresql"))

@@ -7,7 +7,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from formula_assets.core.protocol import ALL_METHODS, DIRECTIONS
-from formula_assets_tests.pipeline import SAMPLE, copy_pipeline, ran
+from formula_assets_tests.support.pipeline import SAMPLE, copy_pipeline, ran
 
 EXPECTED_WARNINGS = {"wikidata_formulae_has_concepts"}  # some items link no concept
 ALL_ASSETS = {

@@ -1,1 +1,1 @@
-"""Mutation testing of the core domain modules: `make mutation` (see the README's Tests)."""
+"""Mutation testing of the core domain modules: `make mutation` (see docs/tests.md)."""

@@ -225,9 +225,29 @@ def correspondence(
         return _correspondence(structural, semantic, settings)
 
 
+@dataclass(frozen=True)
+class _Spaces:
+    """The raw vectors, and the separately fitted PCA spaces of one common width (`k`) in
+    which the instance-level metrics compare them (`zx`, `zy`: their rows normalised)."""
+
+    x: np.ndarray
+    y: np.ndarray
+    k: int
+    px: np.ndarray
+    py: np.ndarray
+    zx: np.ndarray
+    zy: np.ndarray
+
+    @property
+    def n(self) -> int:
+        return self.x.shape[0]
+
+
 def _correspondence(
     structural: np.ndarray, semantic: np.ndarray, settings: CorrespondenceSettings
 ) -> CorrespondenceResult:
+    """Each metric in turn, in the table's row order, drawing from one generator in this order
+    (the draws decide the values: reordering them changes Table 1)."""
     x = np.asarray(structural, dtype=np.float64)
     y = np.asarray(semantic, dtype=np.float64)
     if x.shape[0] != y.shape[0]:
@@ -237,22 +257,43 @@ def _correspondence(
         raise ValueError(f"need at least 10 formulae with both vectors, got {n}")
     rng = np.random.default_rng(settings.seed)
     result = CorrespondenceResult()
-
-    # Instance level, in separately fitted PCA spaces of one common width.
     k = min(settings.pca_dimensions, x.shape[1], y.shape[1], n - 1)
     px, py = pca_project(x, k), pca_project(y, k)
-    zx, zy = normalise_rows(px), normalise_rows(py)
-    cosines = (zx * zy).sum(axis=1)
+    spaces = _Spaces(x, y, k, px, py, normalise_rows(px), normalise_rows(py))
+    _cosine_metrics(spaces, result)
+    _permutation_test(spaces, settings, rng, result)
+    _recall_metrics(spaces, settings, rng, result)
+    _rsa_metrics(spaces, settings, rng, result)
+    _procrustes_metric(spaces, result)
+    result.add("linear_cka", linear_cka(x, y))
+    _cca_metrics(spaces, settings, result)
+    _cca_controls(spaces, settings, rng, result)
+    return result
+
+
+def _cosine_metrics(spaces: _Spaces, result: CorrespondenceResult) -> None:
+    """`mean_cosine`, `median_cosine`, `std_cosine`: each formula's two vectors compared."""
+    cosines = (spaces.zx * spaces.zy).sum(axis=1)
     result.cosines = cosines
-    pca = {"pca_dimensions": k, "formulae": n}
+    pca = {"pca_dimensions": spaces.k, "formulae": spaces.n}
     result.add("mean_cosine", cosines.mean(), **pca)
     result.add("median_cosine", np.median(cosines), **pca)
     result.add("std_cosine", cosines.std(), **pca)
 
+
+def _permutation_test(
+    spaces: _Spaces,
+    settings: CorrespondenceSettings,
+    rng: np.random.Generator,
+    result: CorrespondenceResult,
+) -> None:
+    """`permutation_p_value` of the mean cosine against shuffled pairings, with the null's
+    mean and spread."""
+    zx, zy, n = spaces.zx, spaces.zy, spaces.n
     null_means = np.empty(settings.permutations)
     for i in range(settings.permutations):
         null_means[i] = (zx * zy[rng.permutation(n)]).sum(axis=1).mean()
-    observed = cosines.mean()
+    observed = result.cosines.mean()
     centre = null_means.mean()
     extreme = np.abs(null_means - centre) >= abs(observed - centre)
     p_value = (1 + int(extreme.sum())) / (1 + settings.permutations)
@@ -271,14 +312,24 @@ def _correspondence(
     result.add("permutation_null_mean", null_means.mean())
     result.add("permutation_null_std", null_means.std())
 
-    # Recall over all formulae is quadratic: above recall_max_queries a random sample of
-    # queries is ranked against every candidate (an unbiased estimate; its standard error is
-    # reported).
+
+def _recall_metrics(
+    spaces: _Spaces,
+    settings: CorrespondenceSettings,
+    rng: np.random.Generator,
+    result: CorrespondenceResult,
+) -> None:
+    """`recall_at_1/5/10`, structural → semantic (the reverse direction in `detail`).
+
+    Recall over all formulae is quadratic: above recall_max_queries a random sample of
+    queries is ranked against every candidate (an unbiased estimate; its standard error is
+    reported)."""
+    n = spaces.n
     if n > settings.recall_max_queries:
         queries = np.sort(rng.choice(n, settings.recall_max_queries, replace=False))
     else:
         queries = np.arange(n)
-    forward_scorer = DotScorer(zx, zy)
+    forward_scorer = DotScorer(spaces.zx, spaces.zy)
     ranks = gold_ranks(forward_scorer, rows=queries)
     back = gold_ranks(forward_scorer.reverse(), rows=queries)
     for kk in (1, 5, 10):
@@ -295,12 +346,22 @@ def _correspondence(
             else 0.0,
         )
 
-    # Global structure.
+
+def _rsa_metrics(
+    spaces: _Spaces,
+    settings: CorrespondenceSettings,
+    rng: np.random.Generator,
+    result: CorrespondenceResult,
+) -> None:
+    """`rsa_spearman` and its Mantel `rsa_p_value`, on a random subset above rsa_max_formulae."""
+    n = spaces.n
     if n > settings.rsa_max_formulae:
         subset = np.sort(rng.choice(n, settings.rsa_max_formulae, replace=False))
     else:
         subset = np.arange(n)
-    rho, mantel_p, parametric_p = rsa(x[subset], y[subset], settings.rsa_permutations, rng)
+    rho, mantel_p, parametric_p = rsa(
+        spaces.x[subset], spaces.y[subset], settings.rsa_permutations, rng
+    )
     rsa_detail = {
         "formulae": len(subset),
         "pairs": len(subset) * (len(subset) - 1) // 2,
@@ -309,16 +370,25 @@ def _correspondence(
     }
     result.add("rsa_spearman", rho, **rsa_detail)
     result.add("rsa_p_value", mantel_p, test="Mantel permutation test, two-sided", **rsa_detail)
-    _, _, disparity = procrustes(px, py)
-    result.add("procrustes_error", disparity, pca_dimensions=k, measure="scipy disparity")
-    result.add("linear_cka", linear_cka(x, y))
 
-    # Shared latent structure.
-    kc = min(settings.cca_components, x.shape[1], y.shape[1], n - 2)
-    in_sample = canonical_correlations(x, y, kc)
-    shuffled = canonical_correlations(x, y[rng.permutation(n)], kc)
-    heldout = heldout_canonical_correlations(x, y, kc, settings.heldout_fraction, rng)
-    result.cca_in_sample, result.cca_shuffled, result.cca_heldout = in_sample, shuffled, heldout
+
+def _procrustes_metric(spaces: _Spaces, result: CorrespondenceResult) -> None:
+    """`procrustes_error`: SciPy's disparity of the PCA spaces after the best rotation."""
+    _, _, disparity = procrustes(spaces.px, spaces.py)
+    result.add("procrustes_error", disparity, pca_dimensions=spaces.k, measure="scipy disparity")
+
+
+def _cca_components(spaces: _Spaces, settings: CorrespondenceSettings) -> int:
+    return min(settings.cca_components, spaces.x.shape[1], spaces.y.shape[1], spaces.n - 2)
+
+
+def _cca_metrics(
+    spaces: _Spaces, settings: CorrespondenceSettings, result: CorrespondenceResult
+) -> None:
+    """`cca_mean` and `cca_top10`: in-sample canonical correlations of the raw vectors."""
+    kc = _cca_components(spaces, settings)
+    in_sample = canonical_correlations(spaces.x, spaces.y, kc)
+    result.cca_in_sample = in_sample
     top = in_sample[:10]
     result.add("cca_mean", in_sample.mean(), components=kc, inputs="standardised")
     result.add(
@@ -328,6 +398,21 @@ def _correspondence(
         maximum=float(top.max()),
         components=len(top),
     )
+
+
+def _cca_controls(
+    spaces: _Spaces,
+    settings: CorrespondenceSettings,
+    rng: np.random.Generator,
+    result: CorrespondenceResult,
+) -> None:
+    """`cca_mean_shuffled` (the overfitting floor) and `cca_mean_heldout` (fit on one part,
+    correlated on the rest): how much of the in-sample CCA is real."""
+    x, y, n = spaces.x, spaces.y, spaces.n
+    kc = _cca_components(spaces, settings)
+    shuffled = canonical_correlations(x, y[rng.permutation(n)], kc)
+    heldout = heldout_canonical_correlations(x, y, kc, settings.heldout_fraction, rng)
+    result.cca_shuffled, result.cca_heldout = shuffled, heldout
     result.add(
         "cca_mean_shuffled",
         shuffled.mean(),
@@ -341,4 +426,3 @@ def _correspondence(
         fit_fraction=1 - settings.heldout_fraction,
         seed=settings.seed,
     )
-    return result

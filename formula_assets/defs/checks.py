@@ -8,8 +8,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import dagster as dg
+import pyarrow as pa
 
-from formula_assets.core.checks import Outcome
+from formula_assets.core.checks import Outcome, vectors_valid
 from formula_assets.defs import publication
 
 
@@ -42,3 +43,21 @@ def schema_contract(
     return dg.build_column_schema_change_checks(
         assets=list(assets), severity=dg.AssetCheckSeverity.WARN
     )
+
+
+def vectors_valid_check(asset: dg.AssetsDefinition, width: str) -> dg.AssetChecksDefinition:
+    """The blocking `<asset>_valid` check of an embedding table (`core.checks.vectors_valid`):
+    one definition for every vector asset, declared beside the asset it judges; `width` says
+    where the expected width comes from (the model, the config)."""
+    name = asset.key.to_python_identifier()
+
+    @dg.asset_check(
+        asset=asset,
+        name=f"{name}_valid",
+        blocking=True,
+        description=f"Finite vectors of the {width} width, none all-zero.",
+    )
+    def valid(vectors: pa.Table) -> dg.AssetCheckResult:
+        return check_result(vectors_valid(vectors))
+
+    return valid

@@ -1,1 +1,1 @@
-"""Deployment examples: the same assets on a distributed engine (see README, "Scale-out")."""
+"""Deployment examples: the same assets on a distributed engine (see docs/deployment.md)."""

@@ -2,7 +2,7 @@
 
 h_i⁽⁰⁾ = emb_label(token_i) + emb_type(type_i); e_ij = emb_role(role_ij) + emb_pos(pos_ij);
 two GINE layers; global mean pooling; a linear projection W_proj. Optional inputs (profile
-settings, each measured in the README's research record): the sentence vector of each node's
+settings, each measured in docs/research-record.md): the sentence vector of each node's
 token text, and a formula context — the sentence vector of the whole linearised OPT, projected
 and added to every node's initial state, so message passing starts from what the formula says
 as a whole as well as from its symbols. The `mean+formula` readout also reads the formula

@@ -8,7 +8,7 @@ that names the setting to change.
 
 Names joined by `+` (`all-MiniLM-L6-v2+all-mpnet-base-v2`) are one embedding: each model's
 vector L2-normalised, concatenated. Models trained on different data err differently, and a
-head over both reads what either knows (see the README's research record).
+head over both reads what either knows (see docs/research-record.md).
 
 A model is identified by its files' content (`identity`), not by its name or folder: the
 embedding cache is keyed by it and the `sentence_model` source asset observes it, so a model

@@ -259,7 +259,7 @@ def test_default_settings_are_the_assets_defaults_and_the_paper_protocol() -> No
 
     defaults = dataclasses.asdict(CorrespondenceSettings())
     assert defaults == CorrespondenceConfig().model_dump()
-    # README: PCA to ≤ 128, CCA k = min(50, dims), held out 20 %, RSA above 3,000 on a subset,
+    # The docs: PCA to ≤ 128, CCA k = min(50, dims), held out 20 %, RSA above 3,000 on a subset,
     # recall sampled above 20,000 queries.
     assert defaults["pca_dimensions"] == 128 and defaults["cca_components"] == 50
     assert defaults["heldout_fraction"] == 0.2 and defaults["rsa_max_formulae"] == 3000
@@ -385,7 +385,7 @@ def test_whitener_of_no_columns_is_empty() -> None:
 
 
 def test_pca_and_cca_memory_is_linear_in_rows() -> None:
-    """README: Table 1 is linear in n. A full SVD of a tall matrix would hold an n × n factor
+    """The docs: Table 1 is linear in n. A full SVD of a tall matrix would hold an n × n factor
     (72 MB here)."""
     x, y = data(3000, 4, seed=1), data(3000, 3, seed=2)
     for compute in (

@@ -1,5 +1,5 @@
 """Fixtures of the command-line tests."""
 
-from formula_assets_tests.cli.recorded_runs import small
+from formula_assets_tests.support.recorded_runs import small
 
 __all__ = ["small"]

@@ -14,7 +14,7 @@ import pytest
 
 from formula_assets.cli.runs import data_versions
 from formula_assets.deploy.local import DeploymentError, postgres_bin
-from formula_assets_tests.pipeline import SAMPLE
+from formula_assets_tests.support.pipeline import SAMPLE
 
 
 def postgres_installed() -> bool:

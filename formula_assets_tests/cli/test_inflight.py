@@ -24,9 +24,9 @@ from dagster._daemon.types import DaemonHeartbeat
 
 from formula_assets.cli.inflight import building_elsewhere
 from formula_assets.cli.stale import Target
-from formula_assets_tests.cli.recorded_runs import KEY, a_run, dead_pid
-from formula_assets_tests.pipeline import CLI, ROOT, ran, sparql_pipeline
-from formula_assets_tests.sparql_server import FakeWdqs, Reply, is_detail_query
+from formula_assets_tests.support.pipeline import CLI, ROOT, ran, sparql_pipeline
+from formula_assets_tests.support.recorded_runs import KEY, a_run, dead_pid
+from formula_assets_tests.support.sparql_server import FakeWdqs, Reply, is_detail_query
 
 
 def wait_for(condition: Callable[[], object], timeout: float, what: str) -> object:

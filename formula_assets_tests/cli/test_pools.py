@@ -12,8 +12,8 @@ from dagster._core.execution.plan.instance_concurrency_context import InstanceCo
 
 from formula_assets.cli import home
 from formula_assets.cli.pools import ensure_training_pool, free_slots_of_ended_runs
-from formula_assets_tests.cli.recorded_runs import a_run, dead_pid
-from formula_assets_tests.pipeline import CLI
+from formula_assets_tests.support.pipeline import CLI
+from formula_assets_tests.support.recorded_runs import a_run, dead_pid
 
 
 def test_the_project_instance_holds_training_to_the_machine(tmp_path: Path) -> None:

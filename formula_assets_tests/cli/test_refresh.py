@@ -9,7 +9,7 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from formula_assets_tests.pipeline import CLI, ROOT, copy_pipeline
+from formula_assets_tests.support.pipeline import CLI, ROOT, copy_pipeline
 
 
 def children(pid: int) -> list[int]:

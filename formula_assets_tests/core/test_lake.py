@@ -1,7 +1,7 @@
 """Atomic writes to the data lake: what a reader can see, at every step of a write.
 
 The crash tests run a real writer process and kill it with SIGKILL at each step of a
-Parquet write in turn (see `reliability/crash_writer.py`); the unit tests pin down the
+Parquet write in turn (see `support/crash_writer.py`); the unit tests pin down the
 temporary files, who may remove them, and the object-store path.
 """
 
@@ -16,7 +16,7 @@ import pytest
 from upath import UPath
 
 from formula_assets.core import lake
-from formula_assets_tests.reliability.crash_writer import table
+from formula_assets_tests.support.crash_writer import table
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -27,7 +27,7 @@ def temporaries(folder: Path) -> list[Path]:
 
 def writer(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "formula_assets_tests.reliability.crash_writer", *args],
+        [sys.executable, "-m", "formula_assets_tests.support.crash_writer", *args],
         cwd=ROOT,
         capture_output=True,
         text=True,

@@ -15,7 +15,7 @@ from formula_assets.core import versioning
 from formula_assets.definitions import defs
 
 PACKAGE = Path(versioning.__file__).resolve().parents[1]
-# Modules that judge, show or schedule data but never make it (the README's boundary).
+# Modules that judge, show or schedule data but never make it (the boundary in docs/lineage.md).
 OUTSIDE = ("formula_assets.cli", "formula_assets.deploy", "formula_assets.core.versioning")
 OUTSIDE_DEFS = ("metadata", "checks", "automation")
 
@@ -105,7 +105,7 @@ def test_a_comment_changes_exactly_the_assets_whose_closure_holds_the_module(
 
 
 def test_the_closures_are_the_expected_ones(import_graph: grimp.ImportGraph) -> None:
-    """Spot checks that the boundary and the stage split are what the README says."""
+    """Spot checks that the boundary and the stage split are what docs/lineage.md says."""
     closure = {asset: graph_closure(import_graph, m) for asset, m in MODULES.items()}
     assert "formula_assets.syntax.mathml" in closure["opt_graphs"]
     assert "formula_assets.syntax.mathml" not in closure["structural_embeddings"]
@@ -128,9 +128,9 @@ def test_shipped_data_files_count(copy: Path) -> None:
 def test_a_new_import_is_picked_up_without_a_list(copy: Path) -> None:
     before = versions(copy)
     folds = copy / "defs" / "training" / "cv_folds.py"
-    folds.write_text(folds.read_text() + "\nfrom formula_assets.syntax import structural  # noqa\n")
+    folds.write_text(folds.read_text() + "\nfrom formula_assets.syntax import wl_svd  # noqa\n")
     assert changed(before, versions(copy)) == {"cv_folds"}
-    target = copy / "syntax" / "structural.py"
+    target = copy / "syntax" / "wl_svd.py"
     with_import = versions(copy)
     target.write_text(target.read_text() + "\n# now part of cv_folds too\n")
     assert "cv_folds" in changed(with_import, versions(copy))
@@ -141,10 +141,10 @@ def test_type_checking_imports_do_not_count(copy: Path) -> None:
     folds.write_text(
         folds.read_text()
         + "\nfrom typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
-        + "    from formula_assets.syntax import structural  # noqa\n"
+        + "    from formula_assets.syntax import wl_svd  # noqa\n"
     )
     versioner = versioning.Versioner(copy)
-    assert "formula_assets.syntax.structural" not in versioner.closure(MODULES["cv_folds"])
+    assert "formula_assets.syntax.wl_svd" not in versioner.closure(MODULES["cv_folds"])
 
 
 @pytest.mark.parametrize(

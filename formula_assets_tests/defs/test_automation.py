@@ -7,8 +7,8 @@ import dagster as dg
 import pytest
 
 from formula_assets.defs import automation
-from formula_assets_tests.lineage.test_automation import definitions, observe, requested
-from formula_assets_tests.sparql_server import FakeWdqs
+from formula_assets_tests.support.automation import definitions, observe, requested
+from formula_assets_tests.support.sparql_server import FakeWdqs
 
 
 def test_the_first_evaluation_skips_what_a_refresh_is_building(

@@ -19,7 +19,7 @@ from formula_assets.defs.io_managers import DataLakeIOManager
 from formula_assets.defs.resources.wikidata import WikidataResource
 from formula_assets.ingest.dump import DumpError
 from formula_assets.ingest.records import Concept, FormulaRecord, records_to_table
-from formula_assets_tests.sparql_server import FakeWdqs, default_world
+from formula_assets_tests.support.sparql_server import FakeWdqs, default_world
 
 
 def materialize(lake: Path, source: str, **resource: object) -> dg.ExecuteInProcessResult:

@@ -8,22 +8,7 @@ import pyarrow.parquet as pq
 
 from formula_assets.defs.io_managers import DataLakeIOManager
 from formula_assets.defs.syntax.opt_graphs import parse_formulae
-from formula_assets.ingest.records import FormulaRecord, records_to_table
-
-GOOD = "<math><mfrac><mi>a</mi><mi>b</mi></mfrac></math>"
-FORMULAE = {
-    "Q1": GOOD,
-    "Q2": "<math><msup><mi>x</mi><mn>2</mn></msup></math>",
-    "Q3": "<!DOCTYPE math [<!ENTITY x SYSTEM 'file:///etc/passwd'>]><math>&x;</math>",
-    "Q4": None,
-}
-
-
-def formulae_table(formulae: dict[str, str | None]) -> pa.Table:
-    return records_to_table(
-        FormulaRecord(qid=q, label=q, description=None, mathml=m) for q, m in formulae.items()
-    )
-
+from formula_assets_tests.support.formulae import FORMULAE, GOOD, formulae_table
 
 # Enough good formulae that two rejections stay under the 1% reject-rate limit.
 MANY = {**FORMULAE, **{f"Q{i}": GOOD for i in range(100, 400)}}

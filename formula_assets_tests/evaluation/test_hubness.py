@@ -121,7 +121,7 @@ def test_the_ensemble_corrects_hubness_when_the_selection_split_says_so() -> Non
 
 
 def test_the_declared_grid_and_its_ties() -> None:
-    """k comes from the grid the README declares; where every k ranks the selection split
+    """k comes from the grid the docs declare; where every k ranks the selection split
     alike, the first in grid order is kept (0: no correction), and a k equal to the number of
     training formulae still fits."""
     assert HUBNESS_KS == (0, 5, 10)

@@ -12,7 +12,7 @@ from formula_assets.ingest.probe import fingerprint
 from formula_assets.ingest.records import Concept, FormulaRecord
 from formula_assets.ingest.snapshot import paper_folds
 from formula_assets.ingest.sparql import SparqlConfig, SparqlError, detail_query, sparql_records
-from formula_assets_tests.sparql_server import (
+from formula_assets_tests.support.sparql_server import (
     ENTITY,
     XSD_DATETIME,
     Entity,

@@ -12,7 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from formula_assets_tests.pipeline import ROOT, copy_pipeline, edited_package, ran, with_package
+from formula_assets_tests.support.pipeline import (
+    ROOT,
+    copy_pipeline,
+    edited_package,
+    ran,
+    with_package,
+)
 
 DOWNSTREAM_OF_OPT = {
     "correspondence_metrics", "fold_models×10", "retrieval_scores", "search_index", "report",

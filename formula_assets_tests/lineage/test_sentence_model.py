@@ -33,7 +33,7 @@ from formula_assets.defs.semantics.sentence_model import (
 from formula_assets.defs.semantics.sentence_model import sentence_model
 from formula_assets.ingest.records import Concept, FormulaRecord, records_to_table
 from formula_assets.syntax.opt import build_opt_graphs
-from formula_assets_tests.semantics.test_identity import copy_model, fine_tune_in_place
+from formula_assets_tests.support.models import copy_model, fine_tune_in_place
 
 EMBEDDINGS = {"semantic_embeddings", "opt_text_embeddings", "opt_token_embeddings"}
 RECORDS = [

@@ -1,7 +1,7 @@
 """Crash safety of the data lake: `kill -9` at every step of a model save, at random moments
 of large writes, and concurrent writers.
 
-A child process (`crash_writer.py`) writes Parquet files or models; the test kills it with
+A child process (`support/crash_writer.py`) writes Parquet files or models; the test kills it with
 SIGKILL, then checks that a reader sees one complete version — the old one or the new one,
 never a mixture — that the `CURRENT` pointer only ever names a complete version, and that the
 next write succeeds and clears the dead writer's debris.
@@ -25,7 +25,7 @@ from upath import UPath
 from formula_assets.core import lake
 from formula_assets.training import artifacts
 from formula_assets.training.artifacts import load_model, save_model
-from formula_assets_tests.reliability.crash_writer import model, table
+from formula_assets_tests.support.crash_writer import model, table
 
 ROOT = Path(__file__).resolve().parents[2]
 BIG = 12_000_000  # rows / floats: ~100 MB, so a write lasts long enough to be interrupted
@@ -36,7 +36,7 @@ def writer(kind: str, target: Path, value: float, rows: int, times: int, *extra:
         [
             sys.executable,
             "-m",
-            "formula_assets_tests.reliability.crash_writer",
+            "formula_assets_tests.support.crash_writer",
             kind,
             str(target),
             str(value),

@@ -16,7 +16,7 @@ from formula_assets.defs.ingest.wikidata_formulae import wikidata_formulae
 from formula_assets.defs.ingest.wikidata_probe import wikidata_probe
 from formula_assets.defs.io_managers import DataLakeIOManager
 from formula_assets.defs.resources.wikidata import WikidataResource
-from formula_assets_tests.sparql_server import (
+from formula_assets_tests.support.sparql_server import (
     FakeWdqs,
     is_detail_query,
     is_list_query,

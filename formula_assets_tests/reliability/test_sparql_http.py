@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from formula_assets.ingest.sparql import SparqlConfig, SparqlError, sparql_records
-from formula_assets_tests.sparql_server import FakeWdqs, is_list_query, sparql_result
+from formula_assets_tests.support.sparql_server import FakeWdqs, is_list_query, sparql_result
 
 AGENT = "formula_assets-tests/1.0 (https://example.org; tests@example.org)"
 

@@ -12,7 +12,7 @@ from upath import UPath
 from formula_assets.search.layout import METADATA_KEY
 from formula_assets.search.searcher import Searcher, SearchError, latex_to_mathml
 from formula_assets.semantics.models import resolve_model
-from formula_assets_tests.pipeline import pipeline
+from formula_assets_tests.support.pipeline import pipeline
 
 
 @pytest.fixture(scope="module")

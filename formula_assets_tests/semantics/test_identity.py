@@ -2,10 +2,8 @@
 fine-tune written in place, same names, same sizes, same mtimes) is a new model; the same
 files elsewhere are the same model. Real all-MiniLM-L6-v2 files, copied, edited in place."""
 
-import json
 import os
 import shutil
-import struct
 from pathlib import Path
 
 import numpy as np
@@ -17,55 +15,11 @@ from formula_assets.semantics.identity import folder_hash
 from formula_assets.semantics.models import (
     TextEmbedder,
     downloaded,
-    packaged_default_path,
     resolve_model,
 )
+from formula_assets_tests.support.models import copy_model, fine_tune_in_place, keeping_times
 
 TEXTS = ["kinetic energy", "speed of light in vacuum"]
-WEIGHTS = "embeddings.word_embeddings.weight"
-
-
-def copy_model(target: Path) -> Path:
-    shutil.copytree(packaged_default_path(), target)
-    return target
-
-
-def keeping_times(paths: list[Path]):
-    """Restore the access and modification times of `paths` after an edit."""
-    times = {p: (p.stat().st_atime_ns, p.stat().st_mtime_ns) for p in paths}
-
-    def restore() -> None:
-        for path, ns in times.items():
-            os.utime(path, ns=ns)
-
-    return restore
-
-
-def fine_tune_in_place(folder: Path, scale: float = 0.05, replace: bool = False) -> None:
-    """Overwrite one tensor of model.safetensors: same name, same size, and the file's and the
-    folder's mtimes set back, as a training run saving over its input may leave them. In place
-    (the same inode), or, with `replace`, written beside and renamed over it (a new inode)."""
-    weights = folder / "model.safetensors"
-    restore = keeping_times([weights, folder])
-    size = weights.stat().st_size
-    data = bytearray(weights.read_bytes())
-    (length,) = struct.unpack("<Q", data[:8])
-    header = json.loads(data[8 : 8 + length])
-    entry = header.get(WEIGHTS) or header[f"bert.{WEIGHTS}"]
-    assert entry["dtype"] == "F32"
-    start, end = (8 + length + offset for offset in entry["data_offsets"])
-    values = np.frombuffer(bytes(data[start:end]), dtype="<f4")
-    noise = np.random.default_rng(0).standard_normal(values.shape).astype("<f4")
-    data[start:end] = (values + scale * noise).astype("<f4").tobytes()
-    if replace:
-        scratch = folder / "model.safetensors.new"
-        scratch.write_bytes(data)
-        scratch.replace(weights)
-    else:
-        with weights.open("r+b") as file:  # no truncation: a process mapping it does not crash
-            file.write(data)
-    restore()
-    assert weights.stat().st_size == size
 
 
 @pytest.fixture

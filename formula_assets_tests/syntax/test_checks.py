@@ -2,23 +2,9 @@
 
 import pyarrow as pa
 
-from formula_assets.ingest.records import FormulaRecord, records_to_table
 from formula_assets.syntax.checks import graphs_are_trees, one_graph_per_formula, reject_rate
 from formula_assets.syntax.opt import build_opt_graphs
-
-GOOD = "<math><mfrac><mi>a</mi><mi>b</mi></mfrac></math>"
-FORMULAE = {
-    "Q1": GOOD,
-    "Q2": "<math><msup><mi>x</mi><mn>2</mn></msup></math>",
-    "Q3": "<!DOCTYPE math [<!ENTITY x SYSTEM 'file:///etc/passwd'>]><math>&x;</math>",
-    "Q4": None,
-}
-
-
-def formulae_table(formulae: dict[str, str | None]) -> pa.Table:
-    return records_to_table(
-        FormulaRecord(qid=q, label=q, description=None, mathml=m) for q, m in formulae.items()
-    )
+from formula_assets_tests.support.formulae import FORMULAE, GOOD, formulae_table
 
 
 def built(formulae: dict[str, str | None]):

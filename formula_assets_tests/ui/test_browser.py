@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from formula_assets.definitions import defs
-from formula_assets_tests import dev_server
-from formula_assets_tests.dev_server import graphql
+from formula_assets_tests.support import dev_server
+from formula_assets_tests.support.dev_server import graphql
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts"

@@ -7,12 +7,11 @@ import pyarrow as pa
 from pydantic import Field
 
 from formula_assets.core.arrow import embedding_table, with_expected_dimension
-from formula_assets.core.checks import vectors_valid
 from formula_assets.core.hashing import table_content_hash
 from formula_assets.core.versioning import code_version
 from formula_assets.defs.automation import AUTOMATION
-from formula_assets.defs.checks import check_result
-from formula_assets.syntax.structural import DEFAULT_DIMENSIONS
+from formula_assets.defs.checks import vectors_valid_check
+from formula_assets.syntax.wl_svd import DEFAULT_DIMENSIONS
 
 
 class StructuralConfig(dg.Config):
@@ -36,7 +35,7 @@ def structural_embeddings(
     context: dg.AssetExecutionContext, config: StructuralConfig, opt_graphs: pa.Table
 ):
     """A training-free structural vector per formula (WL subtree features + SVD by default)."""
-    from formula_assets.graphs.structural import structural_embeddings as embed
+    from formula_assets.graphs.training_free import structural_embeddings as embed
 
     matrix = embed(opt_graphs, config.method, config.dimensions, config.seed)
     table = with_expected_dimension(
@@ -55,7 +54,4 @@ def structural_embeddings(
     )
 
 
-@dg.asset_check(asset=structural_embeddings, blocking=True)
-def structural_embeddings_valid(structural_embeddings: pa.Table) -> dg.AssetCheckResult:
-    """Finite vectors of the configured width, none all-zero."""
-    return check_result(vectors_valid(structural_embeddings))
+structural_embeddings_valid = vectors_valid_check(structural_embeddings, "configured")

@@ -1,6 +1,6 @@
 """Training-free structural vectors of OPT graphs, by method.
 
-* `wl_svd` (default): Weisfeiler–Lehman subtree features, TF-IDF and SVD (`syntax.structural`);
+* `wl_svd` (default): Weisfeiler–Lehman subtree features, TF-IDF and SVD (`syntax.wl_svd`);
 * `random_gine`: the paper's GINE encoder with fixed-seed, untrained weights: the "native"
   graph space before any alignment is learned.
 """
@@ -12,7 +12,7 @@ import pyarrow as pa
 
 from formula_assets.graphs.batch import graph_arrays
 from formula_assets.graphs.vocabulary import TokenVocabulary
-from formula_assets.syntax.structural import DEFAULT_DIMENSIONS, wl_svd_embeddings
+from formula_assets.syntax.wl_svd import DEFAULT_DIMENSIONS, wl_svd_embeddings
 
 METHODS = ("wl_svd", "random_gine")
 

@@ -18,8 +18,8 @@ from dagster._core.remote_origin import (
 )
 from dagster._core.types.loadable_target_origin import LoadableTargetOrigin
 
-from formula_assets_tests.lineage.test_automation import definitions
-from formula_assets_tests.sparql_server import FakeWdqs
+from formula_assets_tests.support.automation import definitions
+from formula_assets_tests.support.sparql_server import FakeWdqs
 
 KEY = dg.AssetKey("wikidata_formulae")
 

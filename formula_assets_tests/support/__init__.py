@@ -1,0 +1,2 @@
+"""Helpers the tests share: local servers, the real command on a throw-away instance, and
+small inputs; no tests here."""
