@@ -26,7 +26,14 @@ import urllib3.exceptions
 
 from formula_assets.core import settings
 from formula_assets.core.hashing import bytes_hash
-from formula_assets.ingest.records import Concept, FormulaRecord, is_qid, qid_from_uri
+from formula_assets.ingest.records import (
+    Concept,
+    FormulaRecord,
+    clean_text,
+    is_qid,
+    qid_from_uri,
+    utc,
+)
 from formula_assets.ingest.snapshot import paper_folds
 
 ENTITY_PREFIX = "http://www.wikidata.org/entity/"
@@ -339,7 +346,7 @@ def _retry_after(headers: Mapping[str, str], now: datetime) -> float | None:
         return None
     if when.tzinfo is None:
         when = when.replace(tzinfo=UTC)
-    return max(0.0, (when - _utc(now)).total_seconds())
+    return max(0.0, (when - utc(now)).total_seconds())
 
 
 def _parse_result(body: bytes, required: Sequence[str], where: str) -> list[_Row]:
@@ -402,18 +409,11 @@ def _item_qid(term: _Term, where: str) -> str:
 
 def _text(row: _Row, name: str) -> str | None:
     term = row.get(name)
-    if term is None:
-        return None
-    value = term.value.strip()
-    return value or None
+    return None if term is None else clean_text(term.value)
 
 
 def _first(values: set[str]) -> str | None:
     return min(values) if values else None
-
-
-def _utc(moment: datetime) -> datetime:
-    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
 
 
 @dataclass
@@ -523,7 +523,7 @@ def sparql_records(
     """
     clock = now or (lambda: datetime.now(UTC))
     with _client(config, sleep, clock) as client:
-        return _pull(client, config, _utc(clock()), log)
+        return _pull(client, config, utc(clock()), log)
 
 
 def _pull(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, timedelta, timezone
 from email.utils import format_datetime
 from typing import Any
 
@@ -148,6 +148,16 @@ def test_from_env_reads_settings(monkeypatch: pytest.MonkeyPatch) -> None:
     cfg = SparqlConfig.from_env(page_size=7)
 
     assert (cfg.endpoint, cfg.user_agent, cfg.page_size) == ("http://localhost:1/sparql", AGENT, 7)
+
+
+def test_a_clock_without_a_time_zone_is_refused(sparql_server: FakeWdqs) -> None:
+    """As the dump source does: a naive time is local or UTC, nobody can tell which."""
+    naive = datetime(2025, 1, 2, 3, 4, 5)
+    with pytest.raises(ValueError, match="timezone-aware"):
+        sparql_records(config(sparql_server), now=lambda: naive)
+    plus_one = datetime(2025, 1, 2, 4, 4, 5, tzinfo=timezone(timedelta(hours=1)))
+    records = sparql_records(config(sparql_server), now=lambda: plus_one)
+    assert {r.retrieved_at for r in records} == {NOW}
 
 
 def test_429_with_retry_after_is_retried(sparql_server: FakeWdqs) -> None:
