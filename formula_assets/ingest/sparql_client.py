@@ -15,12 +15,11 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import requests
 import urllib3.exceptions
 
-from formula_assets.core import settings
 from formula_assets.core.settings import USER_AGENT_ENV
 from formula_assets.ingest.records import utc
 
@@ -51,16 +50,6 @@ class SparqlConfig:
             raise ValueError(f"max_retries must not be negative, got {self.max_retries}")
         if self.timeout_s <= 0:
             raise ValueError(f"timeout_s must be positive, got {self.timeout_s}")
-
-    @classmethod
-    def from_env(cls, **overrides: Any) -> SparqlConfig:
-        """Endpoint and User-Agent from the environment (see `settings`), the rest as given."""
-        values: dict[str, Any] = {
-            "endpoint": settings.sparql_endpoint(),
-            "user_agent": settings.user_agent(),
-        }
-        values.update(overrides)
-        return cls(**values)
 
 
 class Term(NamedTuple):

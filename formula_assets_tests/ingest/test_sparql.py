@@ -141,13 +141,18 @@ def test_requests_are_posted_json_with_our_user_agent(sparql_server: FakeWdqs) -
         assert "application/sparql-results+json" in request.headers["accept"]
 
 
-def test_from_env_reads_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_resource_makes_the_config_from_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    from formula_assets.defs.resources.wikidata import WikidataResource
+
     monkeypatch.setenv("FORMULA_ASSETS_SPARQL_ENDPOINT", "http://localhost:1/sparql")
     monkeypatch.setenv("FORMULA_ASSETS_USER_AGENT", AGENT)
+    resource = WikidataResource(page_size=7)
 
-    cfg = SparqlConfig.from_env(page_size=7)
+    cfg = resource.sparql_config(resource.settings())
 
     assert (cfg.endpoint, cfg.user_agent, cfg.page_size) == ("http://localhost:1/sparql", AGENT, 7)
+    mine = WikidataResource(sparql_endpoint="http://localhost:2/sparql")  # the field wins
+    assert mine.sparql_config(mine.settings()).endpoint == "http://localhost:2/sparql"
 
 
 def test_a_clock_without_a_time_zone_is_refused(sparql_server: FakeWdqs) -> None:
