@@ -150,6 +150,47 @@ def test_model_dir_is_a_user_cache_unless_set(
     assert env(FORMULA_ASSETS_MODEL_DIR="~/models").model_dir == tmp_path / "models"
 
 
+def test_the_settings_command_prints_every_setting_with_its_origin(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for setting in SETTINGS:
+        monkeypatch.delenv(setting.env, raising=False)
+    monkeypatch.setenv("FORMULA_ASSETS_PROFILE", "paper")
+    monkeypatch.setenv("FORMULA_ASSETS_POSTGRES_URL", "postgresql+psycopg2://me:s3cret@db:5432/d")
+    assert main(["settings"]) == 0
+    lines = {line.split()[0]: line for line in capsys.readouterr().out.splitlines()}
+    assert set(lines) == {"setting", *(s.name for s in SETTINGS)}
+    assert lines["profile"].split()[1:] == [
+        "FORMULA_ASSETS_PROFILE",
+        "paper",
+        "environment",
+        "FORMULA_ASSETS_PROFILE",
+    ]
+    assert lines["source"].split()[1:] == ["FORMULA_ASSETS_SOURCE", "snapshot", "default"]
+    assert lines["embedding_model"].split()[2:] == [
+        "sentence-transformers/all-mpnet-base-v2",
+        "default",
+        "(follows",
+        "profile)",
+    ]
+    assert "me:***@db" in lines["postgres_url"] and "s3cret" not in lines["postgres_url"]
+
+
+def test_the_settings_command_fails_on_a_bad_value(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("FORMULA_ASSETS_SAMPLE", "many")
+    assert main(["settings"]) == 1
+    captured = capsys.readouterr()
+    assert "invalid: FORMULA_ASSETS_SAMPLE must be an integer, got 'many'" in captured.out
+    assert "invalid setting(s): sample" in captured.err
+
+
+def test_the_documentation_lists_every_setting() -> None:
+    """docs/configuration.md holds the table `markdown_table` makes from the settings."""
+    assert settings.markdown_table() in (ROOT / "docs" / "configuration.md").read_text()
+
+
 # ---- nothing else reads the environment -----------------------------------------------------
 
 # Modules that hand the environment to other processes or libraries; none of them reads a
