@@ -11,7 +11,7 @@ import time
 
 from upath import UPath
 
-from formula_assets.core import settings
+from formula_assets.core.settings import Settings
 
 STEPS: list[list[str]] = [
     ["startup"],
@@ -33,7 +33,7 @@ STEPS: list[list[str]] = [
 
 
 def main() -> int:
-    if not (UPath(settings.data_lake_url()) / "semantic_embeddings.parquet").exists():
+    if not (UPath(Settings.from_environment().data_lake) / "semantic_embeddings.parquet").exists():
         print("the data lake is not materialized: run `make run`, then benchmark again")
         return 1
     failed = []

@@ -21,9 +21,10 @@ from upath import UPath
 
 from benchmarks.common import RESULTS, print_table, write_result
 from benchmarks.training import _tables
-from formula_assets.core import lake, settings
+from formula_assets.core import lake
 from formula_assets.core.profiles import get_profile
 from formula_assets.core.protocol import DIRECTIONS, FOLDS
+from formula_assets.core.settings import Settings
 from formula_assets.evaluation.ranking import CosineScorer, gold_ranks
 from formula_assets.training.methods import alignment_data, train_fold
 
@@ -85,7 +86,7 @@ TOKENS = RESULTS / "opt_token_embeddings.parquet"  # made once, read by every pr
 
 
 def _token_table():
-    path = UPath(settings.data_lake_url()) / "opt_token_embeddings.parquet"
+    path = UPath(Settings.from_environment().data_lake) / "opt_token_embeddings.parquet"
     if path.exists():
         return lake.read_parquet(path)
     if TOKENS.exists():
@@ -96,10 +97,12 @@ def _token_table():
 
     embedder = TextEmbedder(resolve_model(None, "the default"))
     cache = EmbeddingCache(
-        settings.embedding_cache_url(), embedder.spec.identity, "opt_token_embeddings"
+        Settings.from_environment().embedding_cache, embedder.spec.identity, "opt_token_embeddings"
     )
     table, _ = token_vectors(
-        lake.read_parquet(UPath(settings.data_lake_url()) / "opt_graphs.parquet"), embedder, cache
+        lake.read_parquet(UPath(Settings.from_environment().data_lake) / "opt_graphs.parquet"),
+        embedder,
+        cache,
     )
     RESULTS.mkdir(parents=True, exist_ok=True)
     lake.write_parquet_atomic(table, UPath(TOKENS))

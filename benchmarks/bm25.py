@@ -10,11 +10,15 @@ import time
 
 from benchmarks.common import print_table, write_result
 from benchmarks.synthetic import synthetic_records
+from formula_assets.core.settings import Settings
 from formula_assets.evaluation.bm25 import bm25_scorer, reference_scores
 from formula_assets.evaluation.ranking import gold_ranks
 from formula_assets.ingest.records import records_to_table
 from formula_assets.semantics.annotations import build_annotations
-from formula_assets.syntax.opt import build_opt_graphs
+from formula_assets.syntax.opt import build_opt_graphs, parse_options
+
+# the parser as the pipeline runs it (FORMULA_ASSETS_STYLED_LETTERS)
+OPTIONS = parse_options(Settings.from_environment().styled_letters)
 
 REFERENCE_LIMIT = 4000  # the per-query loop beyond this pool takes minutes
 
@@ -35,7 +39,7 @@ def run(scales: tuple[int, ...] = (1, 10, 100)) -> dict:
     for scale in scales:
         records, _ = synthetic_records(scale)
         pool = records[: len(records) // 5]
-        graphs = build_opt_graphs((r.qid, r.mathml) for r in pool).graphs
+        graphs = build_opt_graphs(((r.qid, r.mathml) for r in pool), OPTIONS).graphs
         opt = graphs["linearised_opt"].to_pylist()
         annotations = build_annotations(records_to_table(pool).to_pylist())
         texts = [" ".join(t) for t in annotations["texts"].to_pylist()][: len(opt)]

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 from benchmarks.common import print_table, write_result
-from formula_assets.core import settings
+from formula_assets.core.settings import Settings
 from formula_assets_tests.support.pipeline import CLI, ROOT
 
 
@@ -32,7 +32,7 @@ def timed(args: list[str], env: dict[str, str]) -> tuple[float, str]:
 
 
 def run(profile: str) -> dict:
-    cache = settings.embedding_cache_url()
+    cache = Settings.from_environment().embedding_cache
     with tempfile.TemporaryDirectory() as folder:
         tmp = Path(folder)
         env = {

@@ -16,9 +16,10 @@ import numpy as np
 from upath import UPath
 
 from benchmarks.common import print_table, write_result
-from formula_assets.core import lake, settings
+from formula_assets.core import lake
 from formula_assets.core.arrow import embedding_matrix
 from formula_assets.core.protocol import DIRECTIONS, FOLDS, TRAINED
+from formula_assets.core.settings import Settings
 from formula_assets.evaluation.ensemble import choose_ensemble, ensemble_scorers, member_hubness
 from formula_assets.evaluation.hubness import HUBNESS_KS
 from formula_assets.evaluation.ranking import Scorer, gold_ranks
@@ -107,6 +108,6 @@ if __name__ == "__main__":
     parser.add_argument("--lake", help="the data lake (default: FORMULA_ASSETS_DATA_LAKE)")
     args = parser.parse_args()
     try:
-        run(UPath(args.lake or settings.data_lake_url()))
+        run(UPath(args.lake or Settings.from_environment().data_lake))
     except FileNotFoundError as exc:  # a lake without the models or embeddings Table 2 needs
         raise SystemExit(f"benchmarks.ensemble: {exc}; run `make run` on that lake") from None

@@ -27,14 +27,18 @@ from upath import UPath
 from benchmarks.common import print_table, write_result
 from benchmarks.synthetic import synthetic_records
 from formula_assets.analysis.correspondence import correspondence
-from formula_assets.core import lake, settings
+from formula_assets.core import lake
 from formula_assets.core.arrow import embedding_matrix
+from formula_assets.core.settings import Settings
 from formula_assets.evaluation.bm25 import bm25_scorer
 from formula_assets.evaluation.ranking import DotScorer, gold_ranks, normalise_rows
 from formula_assets.graphs.training_free import structural_embeddings
 from formula_assets.ingest.records import records_to_table
 from formula_assets.semantics.annotations import build_annotations
-from formula_assets.syntax.opt import build_opt_graphs
+from formula_assets.syntax.opt import build_opt_graphs, parse_options
+
+# the parser as the pipeline runs it (FORMULA_ASSETS_STYLED_LETTERS)
+OPTIONS = parse_options(Settings.from_environment().styled_letters)
 
 
 def _rss_mib() -> float:
@@ -49,7 +53,7 @@ def measure(fn: Callable[[], object]) -> tuple[float, float, object]:
 
 
 def _semantic(parents: np.ndarray) -> np.ndarray:
-    path = UPath(settings.data_lake_url()) / "semantic_embeddings.parquet"
+    path = UPath(Settings.from_environment().data_lake) / "semantic_embeddings.parquet"
     if path.exists():
         _, base = embedding_matrix(lake.read_parquet(path))
     else:  # no materialized lake: random vectors keep the shapes honest, not the values
@@ -107,7 +111,7 @@ def _scale(scale: int, embed: bool, train: bool) -> dict:
     records, parents = synthetic_records(scale)
     pairs = [(r.qid, r.mathml) for r in records]
     inputs_mb = _rss_mib()
-    parse_s, parse_mb, built = measure(lambda: build_opt_graphs(pairs))
+    parse_s, parse_mb, built = measure(lambda: build_opt_graphs(pairs, OPTIONS))
     graphs = built.graphs
     rows = records_to_table(records).to_pylist()
     annotate_s, annotate_mb, annotations = measure(lambda: build_annotations(rows))

@@ -12,8 +12,12 @@ import resource
 
 from benchmarks.common import pin_to_one_core, print_table, repeat, summary, write_result
 from benchmarks.synthetic import synthetic_records
+from formula_assets.core.settings import Settings
 from formula_assets.ingest.snapshot import read_snapshot_items
-from formula_assets.syntax.opt import build_opt_graphs
+from formula_assets.syntax.opt import build_opt_graphs, parse_options
+
+# the parser as the pipeline runs it (FORMULA_ASSETS_STYLED_LETTERS)
+OPTIONS = parse_options(Settings.from_environment().styled_letters)
 
 TARGET = 5000
 
@@ -31,7 +35,9 @@ def run(runs: int = 7, scales: tuple[int, ...] = (1, 10, 100)) -> dict:
             pairs = [(i["item"].rsplit("/", 1)[1], i["formula"]) for i in items]
         else:
             pairs = [(r.qid, r.mathml) for r in synthetic_records(scale)[0]]
-        times = repeat(lambda pairs=pairs: build_opt_graphs(pairs), runs if scale < 100 else 3)
+        times = repeat(
+            lambda pairs=pairs: build_opt_graphs(pairs, OPTIONS), runs if scale < 100 else 3
+        )
         stats = summary(times)
         rate = len(pairs) / stats["median_s"]
         results[f"{scale}x"] = {

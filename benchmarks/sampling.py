@@ -14,14 +14,18 @@ from benchmarks.common import print_table, write_result
 from benchmarks.growth import _semantic
 from benchmarks.synthetic import synthetic_records
 from formula_assets.analysis.correspondence import pca_project, rsa
+from formula_assets.core.settings import Settings
 from formula_assets.evaluation.ranking import DotScorer, gold_ranks, normalise_rows
 from formula_assets.graphs.training_free import structural_embeddings
-from formula_assets.syntax.opt import build_opt_graphs
+from formula_assets.syntax.opt import build_opt_graphs, parse_options
+
+# the parser as the pipeline runs it (FORMULA_ASSETS_STYLED_LETTERS)
+OPTIONS = parse_options(Settings.from_environment().styled_letters)
 
 
 def run(scale: int = 10, subsets: int = 5, subset_size: int = 3000, queries: int = 2000) -> dict:
     records, parents = synthetic_records(scale)
-    graphs = build_opt_graphs((r.qid, r.mathml) for r in records).graphs
+    graphs = build_opt_graphs(((r.qid, r.mathml) for r in records), OPTIONS).graphs
     x = structural_embeddings(graphs).astype(np.float64)
     y = _semantic(parents).astype(np.float64)
     n = len(x)

@@ -19,8 +19,9 @@ from pathlib import Path
 from upath import UPath
 
 from benchmarks.common import print_table, write_result
-from formula_assets.core import lake, settings
+from formula_assets.core import lake
 from formula_assets.core.protocol import DIRECTIONS
+from formula_assets.core.settings import Settings
 from formula_assets.search.layout import index_summary
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -54,7 +55,7 @@ def run(runs: int) -> dict:
             "runs": runs,
         }
     summary = index_summary(
-        lake.read_parquet(UPath(settings.data_lake_url()) / "search_index.parquet")
+        lake.read_parquet(UPath(Settings.from_environment().data_lake) / "search_index.parquet")
     )
     held_out = summary.get("held_out", {})
     print_table(

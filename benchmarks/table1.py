@@ -13,12 +13,13 @@ from upath import UPath
 
 from benchmarks.common import print_table, write_result
 from formula_assets.analysis.correspondence import CorrespondenceSettings, correspondence
-from formula_assets.core import lake, settings
+from formula_assets.core import lake
 from formula_assets.core.arrow import aligned_matrices
+from formula_assets.core.settings import Settings
 
 
 def run(runs: int = 3) -> dict:
-    root = UPath(settings.data_lake_url())
+    root = UPath(Settings.from_environment().data_lake)
     structural = lake.read_parquet(root / "structural_embeddings.parquet")
     semantic = lake.read_parquet(root / "semantic_embeddings.parquet")
     qids, x, y = aligned_matrices(structural, semantic)

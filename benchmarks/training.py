@@ -18,15 +18,16 @@ import time
 from upath import UPath
 
 from benchmarks.common import print_table, write_result
-from formula_assets.core import lake, settings
+from formula_assets.core import lake
 from formula_assets.core.profiles import Profile, get_profile
 from formula_assets.core.protocol import DIRECTIONS, FOLDS, TRAINED
+from formula_assets.core.settings import Settings
 from formula_assets.evaluation.table2 import PAPER_TABLE_2, evaluate, table_2
 from formula_assets.training.methods import alignment_data, train_fold
 
 
 def _tables() -> dict:
-    root = UPath(settings.data_lake_url())
+    root = UPath(Settings.from_environment().data_lake)
     names = (
         "cv_folds",
         "opt_graphs",

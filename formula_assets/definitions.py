@@ -9,13 +9,13 @@ per run. Pools hold either way.
 
 from __future__ import annotations
 
-import os
 import warnings
 from pathlib import Path
 
 import dagster as dg
 
 from formula_assets import defs as defs_package
+from formula_assets.core.settings import Settings
 from formula_assets.defs.automation import automation_sensor, weekly_probe_schedule
 from formula_assets.defs.ingest.freshness import CURRENT_CHECK
 from formula_assets.defs.io_managers import DataLakeIOManager, ModelIOManager
@@ -24,15 +24,11 @@ from formula_assets.defs.resources.sentence_embedder import SentenceEmbedderReso
 from formula_assets.defs.resources.wikidata import WikidataResource
 
 PROJECT = Path(__file__).resolve().parent
-EXECUTOR_ENV = "FORMULA_ASSETS_EXECUTOR"
-EXECUTORS = ("multiprocess", "in_process")
 
 
-def _executor() -> dg.ExecutorDefinition | None:
+def _executor(settings: Settings | None = None) -> dg.ExecutorDefinition | None:
     """None keeps Dagster's default (a process per step; deployments set their own)."""
-    name = os.environ.get(EXECUTOR_ENV, "").strip().lower() or "multiprocess"
-    if name not in EXECUTORS:
-        raise ValueError(f"{EXECUTOR_ENV} must be one of {', '.join(EXECUTORS)}, got {name!r}")
+    name = (settings or Settings.from_environment()).executor
     return dg.in_process_executor if name == "in_process" else None
 
 
@@ -50,12 +46,13 @@ def _defs_folder() -> dg.Definitions:
         return dg.load_definitions_from_package_module(defs_package)
 
 
+SETTINGS = Settings.from_environment()  # read once, when the definitions load
 defs = dg.Definitions.merge(
     _defs_folder(),
     dg.Definitions(
-        executor=_executor(),
-        sensors=[automation_sensor()],
-        schedules=[weekly_probe_schedule("wikidata_probe", checks=[CURRENT_CHECK])],
+        executor=_executor(SETTINGS),
+        sensors=[automation_sensor(SETTINGS)],
+        schedules=[weekly_probe_schedule("wikidata_probe", [CURRENT_CHECK], SETTINGS)],
         resources={
             "io_manager": DataLakeIOManager(),
             "model_io_manager": ModelIOManager(),

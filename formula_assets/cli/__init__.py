@@ -92,6 +92,12 @@ def _distributed(args: argparse.Namespace) -> int:
     return 0
 
 
+def _settings(_args: argparse.Namespace) -> int:
+    from formula_assets.cli.settings import run_settings
+
+    return run_settings()
+
+
 def _search(args: argparse.Namespace) -> int:
     from formula_assets.cli.search import run_search
 
@@ -144,6 +150,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--report", type=Path, help="write placements, data versions and times as JSON here"
     )
     distributed.set_defaults(handler=_distributed)
+    commands.add_parser(
+        "settings", help="print every setting, its effective value and where it came from"
+    ).set_defaults(handler=_settings)
     search = commands.add_parser(
         "search", help="formula → concepts (--latex/--mathml) or text → formulae (--text)"
     )

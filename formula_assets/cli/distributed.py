@@ -30,7 +30,8 @@ from formula_assets.cli.refresh import RefreshReport, refresh
 from formula_assets.cli.runs import Job, Print, data_versions, plan_jobs
 from formula_assets.cli.stale import Entry
 from formula_assets.core import settings
-from formula_assets.core.profiles import PROFILE_ENV
+from formula_assets.core.settings import CELERY_BROKER_ENV as BROKER_ENV
+from formula_assets.core.settings import POSTGRES_URL_ENV, PROFILE_ENV
 from formula_assets.deploy.local import (
     Postgres,
     Process,
@@ -40,7 +41,6 @@ from formula_assets.deploy.local import (
 )
 
 LOCATION_MODULE = "formula_assets.deploy.celery"
-BROKER_ENV = "FORMULA_ASSETS_CELERY_BROKER"
 BACKEND = "rpc://"
 TRAINING_POOL = "training"
 CELERY_WORKER_KEY = "Celery worker"
@@ -182,7 +182,6 @@ def placements(instance: dg.DagsterInstance, run_ids: Sequence[str]) -> list[Pla
     return sorted(out, key=lambda p: p.started)
 
 
-POSTGRES_URL_ENV = "FORMULA_ASSETS_POSTGRES_URL"
 INSTANCE_SETTINGS = Path(__file__).resolve().parent.parent / "deploy" / "dagster.yaml"
 
 

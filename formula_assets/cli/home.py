@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from formula_assets.core import settings
+from formula_assets.core.settings import DAGSTER_HOME_ENV, Settings
 
 TRAINING_POOL = "training"
 # Peak memory of one training process (`default` profile, measured about 1.0 GiB).
@@ -96,7 +96,7 @@ def ensure_dagster_home(home: Path | None = None) -> Path:
     """Create the instance folder (telemetry off, training pool limited, onboarding prompt
     marked seen) and point DAGSTER_HOME at it. A `dagster.yaml` of one's own is never
     overwritten; the ones earlier versions wrote (unlimited, or a slower queue) are replaced."""
-    home = (home or settings.dagster_home()).resolve()
+    home = (home or Settings.from_environment().dagster_home).resolve()
     home.mkdir(parents=True, exist_ok=True)
     config = home / "dagster.yaml"
     generated = (LEGACY_INSTANCE_YAML, instance_yaml(PREVIOUS_INSTANCE_YAML))
@@ -106,5 +106,5 @@ def ensure_dagster_home(home: Path | None = None) -> Path:
     if not nux.exists():
         nux.parent.mkdir(parents=True, exist_ok=True)
         nux.write_text("seen: 1\n", encoding="utf-8")
-    os.environ[settings.DAGSTER_HOME_ENV] = str(home)
+    os.environ[DAGSTER_HOME_ENV] = str(home)  # for Dagster, and the processes it starts
     return home

@@ -8,8 +8,9 @@ from pathlib import Path
 
 from upath import UPath
 
-from formula_assets.core import settings
+from formula_assets.core.settings import Settings
 from formula_assets.search.searcher import Searcher, SearchError, latex_to_mathml
+from formula_assets.syntax.opt import parse_options
 
 
 def run_search(args: argparse.Namespace) -> int:
@@ -24,7 +25,15 @@ def run_search(args: argparse.Namespace) -> int:
             mathml = latex_to_mathml(args.latex)
         else:
             mathml = None
-        searcher = Searcher(UPath(settings.data_lake_url()), args.method, args.fold)
+        settings = Settings.from_environment()
+        searcher = Searcher(
+            UPath(settings.data_lake),
+            args.method,
+            args.fold,
+            options=parse_options(settings.styled_letters),
+            model_dir=settings.model_dir,
+            offline=settings.hf_hub_offline,
+        )
         if mathml is not None:
             hits = searcher.formula_to_concepts(mathml, args.top)
             print(f"formula → concepts with {searcher.method}" + _fold_note(searcher))

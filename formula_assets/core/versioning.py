@@ -19,13 +19,12 @@ Everything is read with `ast`, without importing anything, so versions cost no i
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-from formula_assets.core import profiles, settings
 from formula_assets.core.hashing import bytes_hash
+from formula_assets.core.settings import BY_NAME, Settings
 
 PACKAGE = "formula_assets"
 PACKAGE_DIR = Path(__file__).resolve().parent.parent
@@ -43,13 +42,10 @@ UNVERSIONED = (
 UNVERSIONED_LEAF = "checks"
 
 
-# Settings read when the definitions load that change results. A module declares the ones it
-# depends on in a module-level `RESULT_SETTINGS` tuple of these names.
-RESULT_SETTING_VALUES: dict[str, Callable[[], str]] = {
-    "embedding_model": lambda: profiles.embedding_model()[0] or profiles.DEFAULT_EMBEDDING_MODEL,
-    "profile": lambda: profiles.profile_name(),
-    "styled_letters": lambda: settings.styled_letters(),
-}
+# The settings that change results (`changes_results` in core.settings), read when the
+# definitions load. A module declares the ones it depends on in a module-level
+# `RESULT_SETTINGS` tuple of their names.
+RESULT_SETTING_NAMES = frozenset(name for name, s in BY_NAME.items() if s.changes_results)
 
 
 def is_versioned(module: str) -> bool:
@@ -137,15 +133,9 @@ def _settings_declared(tree: ast.Module, path: Path) -> tuple[str, ...]:
 class Versioner:
     """The import graph of one copy of the package, read from its files."""
 
-    def __init__(
-        self,
-        root: Path = PACKAGE_DIR,
-        settings: Mapping[str, Callable[[], str]] | None = None,
-    ) -> None:
-        if settings is None:
-            settings = RESULT_SETTING_VALUES
+    def __init__(self, root: Path = PACKAGE_DIR, settings: Settings | None = None) -> None:
         self.root = root
-        self.settings = settings
+        self.settings = Settings.from_environment() if settings is None else settings
         self.paths = module_paths(root, root.name)
         self._modules: dict[str, ModuleInfo] = {}
 
@@ -185,7 +175,7 @@ class Versioner:
 
     def result_settings(self, module: str) -> list[str]:
         names = {s for m in self.closure(module) for s in self.module(m).result_settings}
-        unknown = names - set(self.settings)
+        unknown = names - RESULT_SETTING_NAMES
         if unknown:
             raise ValueError(
                 f"unknown result settings {sorted(unknown)} declared in the closure of {module}"
@@ -205,7 +195,7 @@ class Versioner:
                 _file_hash(path, stat.st_size, stat.st_mtime_ns),
             ]
         for setting in self.result_settings(module):
-            parts += [setting, self.settings[setting]()]
+            parts += [setting, str(self.settings.value(setting))]
         return bytes_hash(*parts)[:VERSION_CHARS]
 
 

@@ -23,14 +23,11 @@ where runs should start only by hand). FORMULA_ASSETS_AUTOMATION_INTERVAL sets h
 sensor evaluates (60 s; each level of a change waits for one evaluation).
 """
 
-import os
 from collections.abc import Sequence
 
 import dagster as dg
 
-AUTOMATION_ENV = "FORMULA_ASSETS_AUTOMATION"
-INTERVAL_ENV = "FORMULA_ASSETS_AUTOMATION_INTERVAL"
-DEFAULT_INTERVAL_S = 60
+from formula_assets.core.settings import Settings
 
 _AC = dg.AutomationCondition
 _TRIGGER = (
@@ -55,46 +52,33 @@ MODEL_OBSERVATION = (
 ).with_label("observe_at_start_then_hourly")
 
 
-def default_status() -> dg.DefaultSensorStatus:
-    off = os.environ.get(AUTOMATION_ENV, "").strip().lower() in ("off", "0", "false", "no")
-    return dg.DefaultSensorStatus.STOPPED if off else dg.DefaultSensorStatus.RUNNING
+def default_status(settings: Settings | None = None) -> dg.DefaultSensorStatus:
+    """Running, unless the `automation` setting is off (FORMULA_ASSETS_AUTOMATION=off)."""
+    on = (settings or Settings.from_environment()).automation
+    return dg.DefaultSensorStatus.RUNNING if on else dg.DefaultSensorStatus.STOPPED
 
 
-def default_schedule_status() -> dg.DefaultScheduleStatus:
-    running = default_status() == dg.DefaultSensorStatus.RUNNING
-    return dg.DefaultScheduleStatus.RUNNING if running else dg.DefaultScheduleStatus.STOPPED
-
-
-def automation_interval() -> int:
-    """Seconds between the sensor's evaluations: FORMULA_ASSETS_AUTOMATION_INTERVAL, else 60.
-    Dagster's daemon evaluates at most every 5 s."""
-    raw = os.environ.get(INTERVAL_ENV, "").strip()
-    if not raw:
-        return DEFAULT_INTERVAL_S
-    try:
-        value = int(raw)
-    except ValueError as exc:
-        raise ValueError(f"{INTERVAL_ENV} must be a whole number of seconds, got {raw!r}") from exc
-    if value < 1:
-        raise ValueError(f"{INTERVAL_ENV} must be at least 1 second, got {value}")
-    return value
-
-
-def automation_sensor() -> dg.AutomationConditionSensorDefinition:
+def automation_sensor(settings: Settings | None = None) -> dg.AutomationConditionSensorDefinition:
+    """The sensor, evaluating every `automation_interval` seconds (Dagster's daemon evaluates
+    at most every 5 s)."""
+    settings = settings or Settings.from_environment()
     return dg.AutomationConditionSensorDefinition(
         "formula_assets_automation",
         target=dg.AssetSelection.all(include_sources=True),  # sentence_model observes itself
-        default_status=default_status(),
-        minimum_interval_seconds=automation_interval(),
+        default_status=default_status(settings),
+        minimum_interval_seconds=settings.automation_interval,
         description="Evaluates every asset's automation condition (eager, plus missing assets "
         "on the first evaluation).",
     )
 
 
 def weekly_probe_schedule(
-    probe: dg.SourceAsset | str = "wikidata_probe", checks: Sequence[dg.AssetCheckKey] = ()
+    probe: dg.SourceAsset | str = "wikidata_probe",
+    checks: Sequence[dg.AssetCheckKey] = (),
+    settings: Settings | None = None,
 ) -> dg.ScheduleDefinition:
     """Observe the probe weekly, then run `checks` (those comparing the data with it)."""
+    running = default_status(settings) == dg.DefaultSensorStatus.RUNNING
     key = dg.AssetKey.from_coercible(probe) if isinstance(probe, str) else probe.key
     job = dg.define_asset_job(
         "observe_wikidata",
@@ -107,6 +91,8 @@ def weekly_probe_schedule(
         job=job,
         cron_schedule="0 4 * * 1",
         execution_timezone="UTC",
-        default_status=default_schedule_status(),
+        default_status=dg.DefaultScheduleStatus.RUNNING
+        if running
+        else dg.DefaultScheduleStatus.STOPPED,
         description="Mondays 04:00 UTC: observe Wikidata; a new fingerprint triggers a rebuild.",
     )

@@ -17,7 +17,8 @@ import pyarrow as pa
 from pydantic import Field
 from upath import UPath
 
-from formula_assets.core import lake, settings, staging
+from formula_assets.core import lake, staging
+from formula_assets.core.settings import Settings
 from formula_assets.defs import publication
 from formula_assets.defs.metadata import table_schema
 
@@ -98,7 +99,8 @@ class DataLakeIOManager(dg.ConfigurableIOManagerFactory):
     )
 
     def create_io_manager(self, context: dg.InitResourceContext) -> ParquetUPathIOManager:
-        return ParquetUPathIOManager(base_path=UPath(self.base_path or settings.data_lake_url()))
+        root = self.base_path or Settings.from_environment().data_lake
+        return ParquetUPathIOManager(base_path=UPath(root))
 
     def teardown_after_execution(self, context: dg.InitResourceContext) -> None:
         publication.record_published(context)
@@ -138,4 +140,5 @@ class ModelIOManager(dg.ConfigurableIOManagerFactory):
     base_path: str | None = Field(default=None, description="Any fsspec URL or local path.")
 
     def create_io_manager(self, context: dg.InitResourceContext) -> ModelUPathIOManager:
-        return ModelUPathIOManager(base_path=UPath(self.base_path or settings.data_lake_url()))
+        root = self.base_path or Settings.from_environment().data_lake
+        return ModelUPathIOManager(base_path=UPath(root))

@@ -14,8 +14,7 @@ import dagster as dg
 from dagster_celery import celery_executor
 
 from formula_assets import definitions
-
-BROKER_ENV = "FORMULA_ASSETS_CELERY_BROKER"
+from formula_assets.core.settings import CELERY_BROKER_ENV as BROKER_ENV
 
 executor = celery_executor.configured({"broker": {"env": BROKER_ENV}, "backend": "rpc://"})
 

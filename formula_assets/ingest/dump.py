@@ -52,7 +52,7 @@ from urllib.parse import quote
 from latex2mathml import converter
 
 from formula_assets.core.settings import ACCEPT_PARTIAL_DUMP_ENV
-from formula_assets.ingest.records import Concept, FormulaRecord, is_qid
+from formula_assets.ingest.records import Concept, FormulaRecord, clean_text, is_qid, utc
 from formula_assets.ingest.snapshot import paper_folds
 
 DEFINING_FORMULA = "P2534"
@@ -154,7 +154,7 @@ def scan_dump(
         emit(f"dump pass 2: looking for {len(missing):,} concept(s) not found after pass 1")
         state.scan.second_pass = True
         _second_pass(dump, state, missing, emit, progress_every)
-    retrieved_at = _utc((now or _utcnow)())
+    retrieved_at = utc((now or _utcnow)())
     folds = paper_folds()
     state.scan.records = [
         _record(pending, state.found, folds, retrieved_at)
@@ -372,17 +372,10 @@ def _mapping(value: object) -> Mapping[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def _text(value: object) -> str | None:
-    if not isinstance(value, str):
-        return None
-    value = value.strip()
-    return value or None
-
-
 def _english(entity: Json) -> tuple[str | None, str | None]:
     label = _mapping(_mapping(entity.get("labels")).get("en")).get("value")
     description = _mapping(_mapping(entity.get("descriptions")).get("en")).get("value")
-    return _text(label), _text(description)
+    return clean_text(label), clean_text(description)
 
 
 def _statements(entity: Json, prop: str) -> list[Json]:
@@ -450,7 +443,7 @@ def _pending(entity: Json) -> _Pending:
         description=description,
         tex=tex,
         mathml=mathml,
-        enwiki=enwiki_url(title) if _text(title) else None,
+        enwiki=enwiki_url(title) if clean_text(title) else None,
         pairs=pairs,
         notes=notes,
     )
@@ -531,12 +524,6 @@ def _symbols(qid: str, snaks: list[object], notes: list[str]) -> list[str | None
 
 def _utcnow() -> datetime:
     return datetime.now(UTC)
-
-
-def _utc(moment: datetime) -> datetime:
-    if moment.tzinfo is None:
-        raise ValueError("now() must return a timezone-aware datetime")
-    return moment.astimezone(UTC)
 
 
 def _record(

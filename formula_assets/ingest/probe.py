@@ -12,10 +12,14 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from formula_assets.core import settings
 from formula_assets.core.hashing import bytes_hash
+from formula_assets.core.settings import SOURCES
+from formula_assets.ingest.sources import required_dump_path, required_sparql_config
+
+if TYPE_CHECKING:
+    from formula_assets.ingest.sparql_client import SparqlConfig
 
 
 @dataclass(frozen=True)
@@ -25,20 +29,17 @@ class Fingerprint:
 
 
 def fingerprint(
-    source: str, sparql_config: object | None = None, dump_path: str | None = None
+    source: str, sparql_config: SparqlConfig | None = None, dump_path: str | None = None
 ) -> Fingerprint:
-    source = settings.source(source)
     if source == "snapshot":
         from formula_assets.ingest.snapshot import snapshot_path
 
         digest = bytes_hash(snapshot_path().read_bytes())[:16]
         return Fingerprint(f"snapshot-{digest}", {"source": source, "file_hash": digest})
     if source == "sparql":
-        from formula_assets.ingest.sparql import SparqlConfig, sparql_probe
+        from formula_assets.ingest.sparql import sparql_probe
 
-        config = (
-            sparql_config if isinstance(sparql_config, SparqlConfig) else SparqlConfig.from_env()
-        )
+        config = required_sparql_config(sparql_config)
         result = sparql_probe(config)
         return Fingerprint(
             f"sparql-{result.items}-{result.digest[:16]}",
@@ -51,7 +52,9 @@ def fingerprint(
                 "digest": result.digest,
             },
         )
-    path = settings.dump_path(dump_path)
+    if source != "dump":
+        raise ValueError(f"unknown formula source {source!r}; choose one of {', '.join(SOURCES)}")
+    path = required_dump_path(dump_path)
     stat = os.stat(path)
     return Fingerprint(
         f"dump-{stat.st_size}-{stat.st_mtime_ns}",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 
 import pyarrow as pa
 
@@ -27,6 +27,21 @@ def qid_from_uri(value: str) -> str:
 
 def is_qid(value: str) -> bool:
     return bool(_QID.match(value))
+
+
+def clean_text(value: object) -> str | None:
+    """A source's text field: stripped, None when absent, blank or not text at all."""
+    if not isinstance(value, str):
+        return None
+    value = value.strip()
+    return value or None
+
+
+def utc(moment: datetime) -> datetime:
+    """A clock reading in UTC; a naive one is refused, since its zone is anyone's guess."""
+    if moment.tzinfo is None:
+        raise ValueError("now() must return a timezone-aware datetime")
+    return moment.astimezone(UTC)
 
 
 @dataclass(frozen=True)

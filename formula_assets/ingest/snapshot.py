@@ -18,7 +18,13 @@ from functools import cache
 from importlib import resources
 from pathlib import Path
 
-from formula_assets.ingest.records import Concept, FormulaRecord, is_qid, qid_from_uri
+from formula_assets.ingest.records import (
+    Concept,
+    FormulaRecord,
+    clean_text,
+    is_qid,
+    qid_from_uri,
+)
 
 SNAPSHOT_RESOURCE = "wikidata_formulae_snapshot.jsonl.gz"
 # Rows whose unknown concepts admit more hypotheses than this stay unaligned.
@@ -167,13 +173,6 @@ def align_descriptions(
     return results
 
 
-def _text(value: object) -> str | None:
-    if not isinstance(value, str):
-        return None
-    value = value.strip()
-    return value or None
-
-
 def _concept_key(uri: str) -> str:
     """A concept's QID, or the blank-node URI of an "unknown value" statement."""
     return uri if "/.well-known/genid/" in uri else qid_from_uri(uri)
@@ -188,7 +187,7 @@ def snapshot_records(path: Path | None = None) -> Iterator[FormulaRecord]:
         keyed.append(
             (
                 qid,
-                _text(item.get("itemDescription")),
+                clean_text(item.get("itemDescription")),
                 concepts,
                 item.get("conceptDescriptions") or [],
             )
@@ -222,21 +221,21 @@ def snapshot_records(path: Path | None = None) -> Iterator[FormulaRecord]:
             notes.append(f"{unknown_values} statement(s) with an unknown-value concept skipped")
         yield FormulaRecord(
             qid=qid,
-            label=_text(item.get("itemLabel")),
+            label=clean_text(item.get("itemLabel")),
             description=description,
-            mathml=_text(item.get("formula")),
+            mathml=clean_text(item.get("formula")),
             concepts=[
                 Concept(
                     qid=q,
-                    label=_text(label),
+                    label=clean_text(label),
                     description=v if isinstance((v := mapping[q]), str) else None,
-                    symbol_mathml=_text(symbol),
+                    symbol_mathml=clean_text(symbol),
                 )
                 for q, label, symbol in zip(concepts, labels, symbols, strict=True)
                 if is_qid(q)
             ],
             unassigned_descriptions=unassigned,
-            enwiki=_text(item.get("enWiki")),
+            enwiki=clean_text(item.get("enWiki")),
             paper_fold=int(item["paper_fold"]) if item.get("paper_fold") is not None else None,
             source="snapshot",
             notes=notes,

@@ -5,9 +5,13 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from formula_assets.core import settings
+from formula_assets.core.settings import DUMP_PATH_ENV, SOURCES
 from formula_assets.ingest.records import FormulaRecord
+
+if TYPE_CHECKING:
+    from formula_assets.ingest.sparql_client import SparqlConfig
 
 Log = Callable[[str], None]
 
@@ -24,32 +28,43 @@ class Pull:
 def load_records(
     source: str,
     *,
-    sparql_config: object | None = None,
+    sparql_config: SparqlConfig | None = None,
     dump_path: str | None = None,
-    accept_partial_dump: bool | None = None,
+    accept_partial_dump: bool = False,
     log: Log | None = None,
 ) -> Pull:
     """Formula records from `source` (snapshot | sparql | dump); imports only what it uses."""
-    source = settings.source(source)
     if source == "snapshot":
         from formula_assets.ingest.snapshot import snapshot_records
 
         return Pull(list(snapshot_records()))
     if source == "sparql":
-        from formula_assets.ingest.sparql import SparqlConfig, sparql_records
+        from formula_assets.ingest.sparql import sparql_records
 
-        config = (
-            sparql_config if isinstance(sparql_config, SparqlConfig) else SparqlConfig.from_env()
-        )
-        return Pull(sparql_records(config, log=log))
+        return Pull(sparql_records(required_sparql_config(sparql_config), log=log))
+    if source != "dump":
+        raise ValueError(f"unknown formula source {source!r}; choose one of {', '.join(SOURCES)}")
     from formula_assets.ingest.dump import scan_dump
 
-    scan = scan_dump(
-        settings.dump_path(dump_path),
-        log=log,
-        accept_partial=settings.accept_partial_dump(accept_partial_dump),
-    )
+    scan = scan_dump(required_dump_path(dump_path), log=log, accept_partial=accept_partial_dump)
     return Pull(scan.records, scan.notes)
+
+
+def required_sparql_config(config: SparqlConfig | None) -> SparqlConfig:
+    """The sparql source's endpoint and User-Agent; the caller resolves them from settings."""
+    if config is None:
+        raise ValueError("the sparql source needs its endpoint and User-Agent (a SparqlConfig)")
+    return config
+
+
+def required_dump_path(path: str | None) -> str:
+    """The dump source's file; without one, an error naming the settings that give it."""
+    if not path:
+        raise ValueError(
+            f"the dump source needs a Wikidata JSON dump: set {DUMP_PATH_ENV} "
+            "or the dump_path config to a .json, .json.gz or .json.bz2 file"
+        )
+    return path
 
 
 def sample_records(records: Sequence[FormulaRecord], size: int | None) -> list[FormulaRecord]:

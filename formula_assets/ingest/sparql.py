@@ -5,38 +5,47 @@ items that have a defining formula (P2534), then pages of `page_size` items fetc
 details through `VALUES`. Only QIDs validated by `is_qid` ever go into a query, written as
 `wd:Q123`; no other text from a response is pasted into one.
 
-Every failure surfaces as a `SparqlError` that names the endpoint and what went wrong, so an
-operator reading a failed run needs no knowledge of requests or urllib3.
+The HTTP side — retries, deadlines, SPARQL JSON results, `SparqlError` — is
+`ingest.sparql_client`; this module holds the queries and turns their rows into records.
 """
 
 from __future__ import annotations
 
-import email.utils
-import http
-import json
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, NamedTuple
 
-import requests
-import urllib3.exceptions
-
-from formula_assets.core import settings
 from formula_assets.core.hashing import bytes_hash
-from formula_assets.ingest.records import Concept, FormulaRecord, is_qid, qid_from_uri
+from formula_assets.ingest.records import (
+    Concept,
+    FormulaRecord,
+    clean_text,
+    is_qid,
+    qid_from_uri,
+    utc,
+)
 from formula_assets.ingest.snapshot import paper_folds
+from formula_assets.ingest.sparql_client import (
+    Row,
+    SparqlClient,
+    SparqlConfig,
+    SparqlError,
+    Term,
+    sparql_client,
+)
+
+__all__ = [
+    "SparqlConfig",
+    "SparqlError",
+    "detail_query",
+    "sparql_probe",
+    "sparql_records",
+]
 
 ENTITY_PREFIX = "http://www.wikidata.org/entity/"
 MATHML_DATATYPE = "http://www.w3.org/1998/Math/MathML"
-SPARQL_JSON = "application/sparql-results+json"
-_CHUNK = 64 * 1024
-_ERROR_BODY_LIMIT = 64 * 1024  # enough for the snippet an error message quotes
-_MAX_REDIRECTS = 5  # a moved endpoint takes one or two; more is a loop
 
-# Declared explicitly so the queries also run on Wikidata mirrors without WDQS's built-ins.
 PREFIXES = """PREFIX wd: <http://www.wikidata.org/entity/>
 PREFIX wdt: <http://www.wikidata.org/prop/direct/>
 PREFIX pq: <http://www.wikidata.org/prop/qualifier/>
@@ -109,39 +118,6 @@ _DETAIL_TEMPLATE = (
 DETAIL_VARIABLES = ("item", "formula")
 
 
-class SparqlError(RuntimeError):
-    """A SPARQL pull failed; the message says which endpoint and why, in plain words."""
-
-
-@dataclass(frozen=True)
-class SparqlConfig:
-    endpoint: str
-    user_agent: str
-    timeout_s: float = 60.0  # per HTTP request
-    page_size: int = 200  # items per detail query
-    max_retries: int = 5
-    backoff_s: float = 1.0  # base of the exponential backoff
-    max_backoff_s: float = 60.0
-
-    def __post_init__(self) -> None:
-        if self.page_size < 1:
-            raise ValueError(f"page_size must be at least 1, got {self.page_size}")
-        if self.max_retries < 0:
-            raise ValueError(f"max_retries must not be negative, got {self.max_retries}")
-        if self.timeout_s <= 0:
-            raise ValueError(f"timeout_s must be positive, got {self.timeout_s}")
-
-    @classmethod
-    def from_env(cls, **overrides: Any) -> SparqlConfig:
-        """Endpoint and User-Agent from the environment (see `settings`), the rest as given."""
-        values: dict[str, Any] = {
-            "endpoint": settings.sparql_endpoint(),
-            "user_agent": settings.user_agent(),
-        }
-        values.update(overrides)
-        return cls(**values)
-
-
 def detail_query(qids: Sequence[str]) -> str:
     """The detail query for one page; refuses anything but plain QIDs, so nothing is injected."""
     bad = [q for q in qids if not is_qid(q)]
@@ -152,245 +128,7 @@ def detail_query(qids: Sequence[str]) -> str:
     return _DETAIL_TEMPLATE % " ".join(f"wd:{q}" for q in qids)
 
 
-class _Term(NamedTuple):
-    """One bound value of a SPARQL JSON result: its RDF term type and lexical value."""
-
-    kind: str  # "uri", "literal", "bnode" (or "typed-literal" from old SPARQL 1.0 servers)
-    value: str
-
-
-_Row = dict[str, _Term]
-
-
-@dataclass(frozen=True)
-class _Failure:
-    """What one attempt ran into, and whether another attempt may help."""
-
-    reason: str
-    retriable: bool
-    retry_after: float | None = None
-
-
-class _Overdue(Exception):
-    """The answer was still arriving when the request's time was up."""
-
-
-@dataclass
-class _Client:
-    """One HTTP session per pull; retries live here so waits use the injected clock and sleep.
-
-    urllib3's `Retry` is not used: it sleeps with `time.sleep`, dates Retry-After by
-    `time.time`, waits nothing before the first retry, and never sees a connection that drops
-    after the headers, mid-answer; the transport itself never retries (requests' default).
-    """
-
-    config: SparqlConfig
-    session: requests.Session
-    sleep: Callable[[float], None]
-    now: Callable[[], datetime]
-
-    def select(self, query: str, what: str, required: Sequence[str]) -> list[_Row]:
-        """Run one SELECT with retries and return its rows, checked against `required`."""
-        body = self._fetch(query, what)
-        return _parse_result(body, required, self.where(what))
-
-    def where(self, what: str) -> str:
-        return f"SPARQL endpoint {self.config.endpoint} ({what})"
-
-    def _fetch(self, query: str, what: str) -> bytes:
-        attempts = self.config.max_retries + 1
-        for attempt in range(attempts):
-            outcome = self._attempt(query)
-            if not isinstance(outcome, _Failure):
-                return outcome
-            if not outcome.retriable:
-                raise SparqlError(f"{self.where(what)} failed: {outcome.reason}")
-            if attempt + 1 == attempts:
-                raise SparqlError(
-                    f"{self.where(what)} failed after {attempts} attempt(s); "
-                    f"last error: {outcome.reason}"
-                )
-            self.sleep(self._delay(attempt, outcome))
-        raise AssertionError("unreachable")  # pragma: no cover
-
-    def _delay(self, attempt: int, failure: _Failure) -> float:
-        """The server's Retry-After when it sent one, else exponential backoff; both capped."""
-        if failure.retry_after is not None:
-            return min(failure.retry_after, self.config.max_backoff_s)
-        return min(self.config.backoff_s * 2**attempt, self.config.max_backoff_s)
-
-    def _attempt(self, query: str) -> bytes | _Failure:
-        """One POST of the query; the body on a 2xx, else what went wrong, judged by type only."""
-        timeout = self.config.timeout_s
-        deadline = time.monotonic() + timeout
-        try:
-            response = self.session.post(
-                self.config.endpoint,
-                data={"query": query},  # form-encoded: long VALUES lists fit, unlike in a URL
-                headers={"Accept": SPARQL_JSON},
-                timeout=timeout,
-                stream=True,  # read by `_read`, which enforces the deadline
-            )
-        except requests.Timeout:  # before ConnectionError: ConnectTimeout is both
-            return _Failure(f"no response within {timeout:g} s (timeout)", True)
-        except requests.ConnectionError as exc:
-            return _connection_failure(exc)
-        except requests.TooManyRedirects:
-            return _Failure(f"more than {_MAX_REDIRECTS} redirects", False)
-        except requests.RequestException as exc:  # a malformed or non-HTTP URL
-            return _Failure(f"invalid request: {exc}", False)
-        with response:
-            status = response.status_code
-            if not 200 <= status < 300:
-                body = _read_quietly(response, deadline)
-                return self._http_failure(status, response.headers, body)
-            try:
-                return _read(response, deadline)
-            except _Overdue:
-                return _Failure(f"answer not complete within {timeout:g} s (timeout)", True)
-            except urllib3.exceptions.ReadTimeoutError:
-                return _Failure(f"answer stalled for {timeout:g} s (timeout)", True)
-            except urllib3.exceptions.ProtocolError as exc:
-                return _Failure(f"connection dropped mid-answer: {exc}", True)
-            except urllib3.exceptions.DecodeError as exc:
-                return _Failure(f"cannot decompress the answer: {exc}", False)
-
-    def _http_failure(self, status: int, headers: Mapping[str, str], body: str) -> _Failure:
-        retriable = status == 429 or status >= 500
-        reason = f"HTTP {status} {_phrase(status)}".rstrip()
-        if status == 403:
-            reason += " (WDQS refuses clients without a descriptive User-Agent; set "
-            reason += f"{settings.USER_AGENT_ENV} to one that includes your contact address)"
-        if body:
-            reason += f"; the endpoint said: {body}"
-        retry_after = _retry_after(headers, self.now()) if retriable else None
-        return _Failure(reason, retriable, retry_after)
-
-
-@contextmanager
-def _client(
-    config: SparqlConfig, sleep: Callable[[float], None], now: Callable[[], datetime]
-) -> Iterator[_Client]:
-    """A client whose session (and its pooled connections) is closed when the pull ends."""
-    with requests.Session() as session:
-        session.headers["User-Agent"] = config.user_agent
-        session.max_redirects = _MAX_REDIRECTS
-        yield _Client(config, session, sleep, now)
-
-
-def _read(response: requests.Response, deadline: float, limit: int | None = None) -> bytes:
-    """The (decompressed) body, or `_Overdue` once `deadline` passes.
-
-    A socket timeout alone restarts with every packet, so a trickling answer could hold a run
-    for ever; `read1` returns what each packet brings, letting the deadline be checked.
-    """
-    raw = response.raw
-    chunks: list[bytes] = []
-    size = 0
-    while chunk := raw.read1(_CHUNK, decode_content=True):
-        chunks.append(chunk)
-        size += len(chunk)
-        if limit is not None and size >= limit:
-            break
-        if time.monotonic() > deadline:
-            raise _Overdue
-    return b"".join(chunks)
-
-
-def _read_quietly(response: requests.Response, deadline: float) -> str:
-    """The start of an error answer, for the message; the status matters more than the text."""
-    try:
-        body = _read(response, deadline, limit=_ERROR_BODY_LIMIT)
-    except (_Overdue, urllib3.exceptions.HTTPError):
-        return ""
-    return _snippet(body.decode("utf-8", "replace"))
-
-
-def _connection_failure(exc: requests.ConnectionError) -> _Failure:
-    """requests wraps urllib3's error; its `reason` (e.g. refused) says it without the pool."""
-    cause = exc.args[0] if exc.args else exc
-    if isinstance(cause, urllib3.exceptions.MaxRetryError) and cause.reason is not None:
-        return _Failure(f"cannot connect: {cause.reason}", True)
-    return _Failure(f"connection failed: {cause}", True)
-
-
-def _phrase(status: int) -> str:
-    try:
-        return http.HTTPStatus(status).phrase
-    except ValueError:
-        return ""
-
-
-def _snippet(text: str, limit: int = 300) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[:limit] + "…"
-
-
-def _retry_after(headers: Mapping[str, str], now: datetime) -> float | None:
-    """Seconds to wait per a Retry-After header: delay-seconds or an HTTP date (RFC 9110)."""
-    value = (headers.get("Retry-After") or "").strip()
-    if not value:
-        return None
-    if value.isascii() and value.isdigit():
-        return float(value)
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
-    return max(0.0, (when - _utc(now)).total_seconds())
-
-
-def _parse_result(body: bytes, required: Sequence[str], where: str) -> list[_Row]:
-    """Rows of a W3C SPARQL 1.1 JSON result; anything else is a SparqlError."""
-    try:
-        document = json.loads(body)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        hint = ""
-        if b"TimeoutException" in body:
-            hint = " (the server timed out mid-result; try a smaller page_size)"
-        raise SparqlError(
-            f"{where} sent a truncated or invalid JSON answer ({len(body):,} bytes, {exc}){hint}: "
-            f"{_snippet(body[-200:].decode('utf-8', 'replace'), 200)}"
-        ) from None
-    head = document.get("head") if isinstance(document, dict) else None
-    results = document.get("results") if isinstance(document, dict) else None
-    variables = head.get("vars") if isinstance(head, dict) else None
-    bindings = results.get("bindings") if isinstance(results, dict) else None
-    if not isinstance(variables, list) or not isinstance(bindings, list):
-        raise SparqlError(
-            f"{where} did not answer with a SPARQL JSON result (head.vars and results.bindings)"
-        )
-    missing = [name for name in required if name not in variables]
-    if missing:
-        raise SparqlError(
-            f"{where} answered without the required variable(s) "
-            + ", ".join(f"?{name}" for name in missing)
-            + f" (it sent {', '.join(f'?{v}' for v in variables) or 'none'})"
-        )
-    return [_parse_binding(b, i, required, where) for i, b in enumerate(bindings, start=1)]
-
-
-def _parse_binding(binding: object, number: int, required: Sequence[str], where: str) -> _Row:
-    if not isinstance(binding, dict):
-        raise SparqlError(f"{where} sent a malformed row {number}: not a JSON object")
-    row: _Row = {}
-    for name, term in binding.items():
-        if not (
-            isinstance(term, dict)
-            and isinstance(term.get("type"), str)
-            and isinstance(term.get("value"), str)
-        ):
-            raise SparqlError(f"{where} sent a malformed value for ?{name} in row {number}")
-        row[name] = _Term(term["type"], term["value"])
-    absent = [name for name in required if name not in row]
-    if absent:
-        raise SparqlError(f"{where} sent row {number} without a value for ?{absent[0]}")
-    return row
-
-
-def _item_qid(term: _Term, where: str) -> str:
+def _item_qid(term: Term, where: str) -> str:
     """The QID of an item IRI from a response; anything else is refused, never queried."""
     try:
         if term.kind != "uri":
@@ -400,20 +138,13 @@ def _item_qid(term: _Term, where: str) -> str:
         raise SparqlError(f"{where} returned an item that is not a Wikidata QID: {exc}") from None
 
 
-def _text(row: _Row, name: str) -> str | None:
+def _text(row: Row, name: str) -> str | None:
     term = row.get(name)
-    if term is None:
-        return None
-    value = term.value.strip()
-    return value or None
+    return None if term is None else clean_text(term.value)
 
 
 def _first(values: set[str]) -> str | None:
     return min(values) if values else None
-
-
-def _utc(moment: datetime) -> datetime:
-    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
 
 
 @dataclass
@@ -434,7 +165,7 @@ class _ItemRows:
     concepts: dict[tuple[str, str, str | None], _ConceptRows] = field(default_factory=dict)
     skipped_statements: set[str] = field(default_factory=set)
 
-    def add(self, row: _Row) -> None:
+    def add(self, row: Row) -> None:
         for target, name in (
             (self.labels, "itemLabel"),
             (self.descriptions, "itemDescription"),
@@ -492,7 +223,7 @@ class _ItemRows:
         )
 
 
-def _group(rows: Sequence[_Row], asked: set[str], where: str) -> dict[str, _ItemRows]:
+def _group(rows: Sequence[Row], asked: set[str], where: str) -> dict[str, _ItemRows]:
     """Gather a page's rows per item; SPARQL multiplies rows, the sets collapse them again."""
     items: dict[str, _ItemRows] = {}
     for row in rows:
@@ -503,7 +234,7 @@ def _group(rows: Sequence[_Row], asked: set[str], where: str) -> dict[str, _Item
     return items
 
 
-def _list_items(client: _Client) -> list[str]:
+def _list_items(client: SparqlClient) -> list[str]:
     what = "listing items with a defining formula (P2534)"
     rows = client.select(LIST_QUERY, what, LIST_VARIABLES)
     where = client.where(what)
@@ -522,12 +253,15 @@ def sparql_records(
     An empty list is a valid answer here; whether it is plausible is the caller's decision.
     """
     clock = now or (lambda: datetime.now(UTC))
-    with _client(config, sleep, clock) as client:
-        return _pull(client, config, _utc(clock()), log)
+    with sparql_client(config, sleep, clock) as client:
+        return _pull(client, config, utc(clock()), log)
 
 
 def _pull(
-    client: _Client, config: SparqlConfig, retrieved_at: datetime, log: Callable[[str], None] | None
+    client: SparqlClient,
+    config: SparqlConfig,
+    retrieved_at: datetime,
+    log: Callable[[str], None] | None,
 ) -> list[FormulaRecord]:
     """List, then fetch details page by page, so no single query nears WDQS's 60 s limit."""
     qids = _list_items(client)
@@ -566,7 +300,7 @@ def sparql_probe(
 ) -> ProbeResult:
     """The formula items and the concepts they link, each with its last modification time."""
     what = "probing for changes"
-    with _client(config, sleep, now or (lambda: datetime.now(UTC))) as client:
+    with sparql_client(config, sleep, now or (lambda: datetime.now(UTC))) as client:
         rows = client.select(PROBE_QUERY, what, PROBE_VARIABLES)
     where = client.where(what)
     seen: set[tuple[str, str, str]] = set()

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -36,8 +37,8 @@ from formula_assets.search.layout import (
     index_summary,
     serving_vectors,
 )
-from formula_assets.syntax.mathml import MathMLError, parse_mathml
-from formula_assets.syntax.opt import build_opt_graphs, configured_options, flatten
+from formula_assets.syntax.mathml import MathMLError, ParseOptions, parse_mathml
+from formula_assets.syntax.opt import build_opt_graphs, flatten
 
 METHODS = SEARCH_METHODS
 
@@ -105,8 +106,22 @@ def _unreadable(path: UPath, exc: Exception) -> str:
 
 
 class Searcher:
-    def __init__(self, root: UPath, method: str | None = None, fold: int | None = None) -> None:
+    def __init__(
+        self,
+        root: UPath,
+        method: str | None = None,
+        fold: int | None = None,
+        *,
+        options: ParseOptions | None = None,
+        model_dir: Path | None = None,
+        offline: bool = False,
+    ) -> None:
+        """`options` parse formula queries as the pipeline parsed the corpus; `model_dir` and
+        `offline` find the sentence model (the settings of those names)."""
         self.root = root
+        self.options = options or ParseOptions()
+        self.model_dir = model_dir
+        self.offline = offline
         if method is not None and method not in METHODS:
             raise SearchError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
         summary = index_summary(_schema(root, "search_index"))
@@ -193,8 +208,6 @@ class Searcher:
 
     def _encode(self, text: str) -> np.ndarray:
         if self._embedder is None:
-            from pathlib import Path
-
             from formula_assets.semantics.bert import BertSentenceEncoder, Unsupported
             from formula_assets.semantics.models import (
                 EmbeddingModelError,
@@ -204,7 +217,10 @@ class Searcher:
             )
 
             try:
-                spec = downloaded(resolve_model(self.model_name, "the semantic_embeddings asset"))
+                spec = resolve_model(
+                    self.model_name, "the semantic_embeddings asset", self.model_dir
+                )
+                spec = downloaded(spec, model_dir=self.model_dir, offline=self.offline)
             except EmbeddingModelError as exc:
                 raise SearchError(str(exc)) from None
             if self.model_identity and spec.identity != self.model_identity:
@@ -219,7 +235,7 @@ class Searcher:
                     raise Unsupported("not one local folder")
                 self._embedder = BertSentenceEncoder(Path(spec.location)).encode
             except Unsupported:
-                library = TextEmbedder(spec)
+                library = TextEmbedder(spec, offline=self.offline)
                 self._embedder = lambda query: library.encode([query])[0]
         return self._embedder(text)
 
@@ -228,7 +244,7 @@ class Searcher:
         import torch
 
         candidates = self.index.spaces[method][SEMANTIC]
-        linearised = flatten(parse_mathml(mathml, configured_options())).linearised
+        linearised = flatten(parse_mathml(mathml, self.options)).linearised
         if method == "sbert_no_cl":
             return self._sentence(linearised), candidates
         model = self.model(method)
@@ -236,7 +252,7 @@ class Searcher:
             if method == "graph_text_cl":
                 from formula_assets.training.methods import GraphInputs
 
-                graphs = build_opt_graphs([("query", mathml)]).graphs
+                graphs = build_opt_graphs([("query", mathml)], self.options).graphs
                 config = model["trained"].config
                 vocabulary = TokenVocabulary.from_tokens(config["vocabulary"])
                 texts = self._token_texts(graphs) if config.get("token_text_dim") else None
@@ -294,7 +310,7 @@ class Searcher:
     def formula_to_concepts(self, mathml: str, top: int = 10) -> list[Hit]:
         """The Wikidata items whose semantics best match a formula's structure."""
         try:
-            parse_mathml(mathml, configured_options())
+            parse_mathml(mathml, self.options)
         except MathMLError as exc:
             raise SearchError(f"the formula does not parse: {exc.reason}") from None
         scores = self._scores(lambda m: self._structural_query(m, mathml), SEMANTIC)

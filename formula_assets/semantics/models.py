@@ -17,7 +17,6 @@ saved over the same files is a new model to both.
 
 from __future__ import annotations
 
-import os
 import time
 import urllib.request
 from collections.abc import Callable, Sequence
@@ -78,12 +77,13 @@ def _local(name: str, folder: Path, origin: str) -> ModelSpec:
     return ModelSpec(name, str(folder), content.digest, origin, local=True, content=content)
 
 
-def resolve_model(name: str | None, origin: str) -> ModelSpec:
+def resolve_model(name: str | None, origin: str, model_dir: Path | None = None) -> ModelSpec:
     """Turn a setting into a loadable model; a folder that does not exist is an error here.
 
     A model on disk (packaged, a local folder, a hub id in the local Hugging Face cache) is
     identified by its files' content; a hub id not downloaded yet by its name until
-    `downloaded` fetches it."""
+    `downloaded` fetches it. Part-packaged models (all-mpnet-base-v2) are unpacked into
+    `model_dir` (the `model_dir` setting); without it they are not looked for."""
     if name is not None and MODEL_SEPARATOR in name:
         names = joined_models(name)
         if not all(names):
@@ -91,7 +91,8 @@ def resolve_model(name: str | None, origin: str) -> ModelSpec:
                 f"sentence-transformer {name!r} (from {origin}) joins an empty name: write "
                 f"models as name{MODEL_SEPARATOR}name"
             )
-        return _joined(name, origin, tuple(resolve_model(part, origin) for part in names))
+        parts = tuple(resolve_model(part, origin, model_dir) for part in names)
+        return _joined(name, origin, parts)
     if name is None or name in (
         DEFAULT_EMBEDDING_MODEL,
         f"sentence-transformers/{DEFAULT_EMBEDDING_MODEL}",
@@ -108,9 +109,9 @@ def resolve_model(name: str | None, origin: str) -> ModelSpec:
                 "model (no config.json/modules.json); point it at a sentence-transformers folder"
             )
         return _local(name, path.resolve(), origin)
-    if name in (MPNET_NAME, PAPER_MODEL_NAME):
+    if name in (MPNET_NAME, PAPER_MODEL_NAME) and model_dir is not None:
         try:
-            folder = packaged_mpnet()
+            folder = packaged_mpnet(model_dir)
         except PackagedModelError as exc:
             raise EmbeddingModelError(
                 f"sentence-transformer {name!r} (from {origin}): {exc}"
@@ -134,15 +135,22 @@ def _joined(name: str, origin: str, parts: tuple[ModelSpec, ...]) -> ModelSpec:
     )
 
 
-def downloaded(spec: ModelSpec, device: str | None = None) -> ModelSpec:
-    """`spec` with every hub model fetched into the local cache (when the hub answers; else
-    `EmbeddingModelError`), so that its identity is its files' content."""
+def downloaded(
+    spec: ModelSpec,
+    device: str | None = None,
+    model_dir: Path | None = None,
+    offline: bool = False,
+) -> ModelSpec:
+    """`spec` with every hub model fetched into the local cache (when the hub answers and
+    `offline` does not forbid asking it; else `EmbeddingModelError`), so that its identity is
+    its files' content."""
     if spec.local:
         return spec
     if spec.parts:
-        return _joined(spec.name, spec.origin, tuple(downloaded(p, device) for p in spec.parts))
-    model = _cached_model(spec, device)
-    resolved = resolve_model(spec.name, spec.origin)
+        parts = tuple(downloaded(p, device, model_dir, offline) for p in spec.parts)
+        return _joined(spec.name, spec.origin, parts)
+    model = _cached_model(spec, device, offline)
+    resolved = resolve_model(spec.name, spec.origin, model_dir)
     if not resolved.local:
         raise EmbeddingModelError(
             f"sentence-transformer {spec.name!r} (from {spec.origin}) loaded from the hub but is "
@@ -163,10 +171,6 @@ def hub_reachable(timeout_s: float = HUB_PROBE_TIMEOUT_S) -> bool:
         return False
 
 
-def _offline_by_environment() -> bool:
-    return os.environ.get("HF_HUB_OFFLINE", "").strip().lower() not in ("", "0", "false", "no")
-
-
 def cached_snapshot(hub_id: str) -> Path | None:
     """The model's folder in the local Hugging Face cache, without touching the network."""
     try:
@@ -185,11 +189,14 @@ def _short(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text[:300]}"
 
 
-def load_model(spec: ModelSpec, device: str | None = None) -> SentenceTransformer:
+def load_model(
+    spec: ModelSpec, device: str | None = None, offline: bool = False
+) -> SentenceTransformer:
     """Load the model on `device` (default: CUDA when present, else CPU).
 
     Local folders load without any network access. A hub id loads from the local cache if it
-    is there, and from the hub only when the hub answers a quick probe.
+    is there, and from the hub only when it is not `offline` (the hf_hub_offline setting,
+    HF_HUB_OFFLINE) and the hub answers a quick probe.
     """
     from sentence_transformers import SentenceTransformer
     from transformers.utils import logging as transformers_logging
@@ -205,7 +212,7 @@ def load_model(spec: ModelSpec, device: str | None = None) -> SentenceTransforme
                 f"sentence-transformer {spec.name!r} (from {spec.origin}) did not load from "
                 f"{folder}: {_short(exc)}"
             ) from None
-    if _offline_by_environment() or not hub_reachable():
+    if offline or not hub_reachable():
         raise EmbeddingModelError(
             f"sentence-transformer {spec.name!r} (from {spec.origin}) is not a local folder, not "
             "in the Hugging Face cache, and the hub is unreachable or disabled (HF_HUB_OFFLINE). "
@@ -233,18 +240,23 @@ class TextEmbedder:
     A concatenation's vector is each part's, L2-normalised, side by side."""
 
     def __init__(
-        self, spec: ModelSpec, device: str | None = None, batch_size: int = DEFAULT_BATCH_SIZE
+        self,
+        spec: ModelSpec,
+        device: str | None = None,
+        batch_size: int = DEFAULT_BATCH_SIZE,
+        offline: bool = False,
     ) -> None:
         self.spec = spec
         self.device = device
         self.batch_size = batch_size
+        self.offline = offline
         self._model: SentenceTransformer | None = None
-        self._parts = [TextEmbedder(part, device, batch_size) for part in spec.parts]
+        self._parts = [TextEmbedder(part, device, batch_size, offline) for part in spec.parts]
 
     @property
     def model(self) -> SentenceTransformer:
         if self._model is None:
-            self._model = _cached_model(self.spec, self.device)
+            self._model = _cached_model(self.spec, self.device, self.offline)
         return self._model
 
     @property
@@ -304,10 +316,10 @@ def _model_key(spec: ModelSpec, device: str | None) -> tuple[str, str, str | Non
     return (spec.location, spec.identity, device)
 
 
-def _cached_model(spec: ModelSpec, device: str | None) -> SentenceTransformer:
+def _cached_model(spec: ModelSpec, device: str | None, offline: bool) -> SentenceTransformer:
     key = _model_key(spec, device)
     if key not in _MODELS:
-        _MODELS[key] = load_model(spec, device)
+        _MODELS[key] = load_model(spec, device, offline)
     return _MODELS[key]
 
 

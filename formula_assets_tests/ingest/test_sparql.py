@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, timedelta, timezone
 from email.utils import format_datetime
 from typing import Any
 
@@ -141,13 +141,28 @@ def test_requests_are_posted_json_with_our_user_agent(sparql_server: FakeWdqs) -
         assert "application/sparql-results+json" in request.headers["accept"]
 
 
-def test_from_env_reads_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_resource_makes_the_config_from_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    from formula_assets.defs.resources.wikidata import WikidataResource
+
     monkeypatch.setenv("FORMULA_ASSETS_SPARQL_ENDPOINT", "http://localhost:1/sparql")
     monkeypatch.setenv("FORMULA_ASSETS_USER_AGENT", AGENT)
+    resource = WikidataResource(page_size=7)
 
-    cfg = SparqlConfig.from_env(page_size=7)
+    cfg = resource.sparql_config(resource.settings())
 
     assert (cfg.endpoint, cfg.user_agent, cfg.page_size) == ("http://localhost:1/sparql", AGENT, 7)
+    mine = WikidataResource(sparql_endpoint="http://localhost:2/sparql")  # the field wins
+    assert mine.sparql_config(mine.settings()).endpoint == "http://localhost:2/sparql"
+
+
+def test_a_clock_without_a_time_zone_is_refused(sparql_server: FakeWdqs) -> None:
+    """As the dump source does: a naive time is local or UTC, nobody can tell which."""
+    naive = datetime(2025, 1, 2, 3, 4, 5)
+    with pytest.raises(ValueError, match="timezone-aware"):
+        sparql_records(config(sparql_server), now=lambda: naive)
+    plus_one = datetime(2025, 1, 2, 4, 4, 5, tzinfo=timezone(timedelta(hours=1)))
+    records = sparql_records(config(sparql_server), now=lambda: plus_one)
+    assert {r.retrieved_at for r in records} == {NOW}
 
 
 def test_429_with_retry_after_is_retried(sparql_server: FakeWdqs) -> None:

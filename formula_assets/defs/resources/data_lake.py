@@ -6,7 +6,8 @@ import dagster as dg
 from pydantic import Field
 from upath import UPath
 
-from formula_assets.core import lake, settings
+from formula_assets.core import lake
+from formula_assets.core.settings import Settings
 
 
 class DataLakeResource(dg.ConfigurableResource):
@@ -17,7 +18,7 @@ class DataLakeResource(dg.ConfigurableResource):
     )
 
     def root(self) -> UPath:
-        return UPath(self.base_path or settings.data_lake_url())
+        return UPath(self.base_path or Settings.from_environment().data_lake)
 
     def path(self, *parts: str) -> UPath:
         return self.root().joinpath(*parts)

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 import dagster as dg
 from pydantic import Field
 
-from formula_assets.core import profiles, settings
+from formula_assets.core.settings import Settings, embedding_model_origin
 
 if TYPE_CHECKING:
     from formula_assets.semantics.cache import EmbeddingCache
@@ -30,14 +30,20 @@ class SentenceEmbedderResource(dg.ConfigurableResource):
         """The model identified by its files' content (a hub model is fetched first)."""
         from formula_assets.semantics.models import TextEmbedder, downloaded, resolve_model
 
-        name, origin = profiles.embedding_model(model)
-        spec = downloaded(resolve_model(name, origin), self.device)
-        return TextEmbedder(spec, self.device, self.batch_size)
+        settings = Settings.from_environment().with_config(embedding_model=model)
+        spec = resolve_model(
+            settings.embedding_model, embedding_model_origin(settings), settings.model_dir
+        )
+        offline = settings.hf_hub_offline
+        spec = downloaded(spec, self.device, settings.model_dir, offline)
+        return TextEmbedder(spec, self.device, self.batch_size, offline)
 
     def cache(self, embedder: TextEmbedder, table: str, warn) -> EmbeddingCache | None:
         """The cache of one table's texts, keyed by the model files' content (tables never
         share vectors; see semantics.cache)."""
         from formula_assets.semantics.cache import EmbeddingCache
 
-        root = settings.embedding_cache_url() if self.cache_path is None else self.cache_path
+        root = self.cache_path
+        if root is None:
+            root = Settings.from_environment().embedding_cache
         return EmbeddingCache(root, embedder.spec.identity, table, warn) if root else None

@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING
 import dagster as dg
 from pydantic import Field
 
+from formula_assets.core.settings import Settings
+
 if TYPE_CHECKING:
     from formula_assets.ingest.sparql import SparqlConfig
 
@@ -35,16 +37,23 @@ class WikidataResource(dg.ConfigurableResource):
         "FORMULA_ASSETS_ACCEPT_PARTIAL_DUMP, else false.",
     )
 
-    def sparql_config(self) -> SparqlConfig:
+    def settings(self) -> Settings:
+        """The environment's settings with this resource's fields over them."""
+        return Settings.from_environment().with_config(
+            source=self.source,
+            sparql_endpoint=self.sparql_endpoint,
+            user_agent=self.user_agent,
+            dump_path=self.dump_path,
+            accept_partial_dump=self.accept_partial_dump,
+        )
+
+    def sparql_config(self, settings: Settings) -> SparqlConfig:
         from formula_assets.ingest.sparql import SparqlConfig
 
-        overrides: dict[str, object] = {
-            "timeout_s": self.timeout_s,
-            "page_size": self.page_size,
-            "max_retries": self.max_retries,
-        }
-        if self.sparql_endpoint:
-            overrides["endpoint"] = self.sparql_endpoint
-        if self.user_agent:
-            overrides["user_agent"] = self.user_agent
-        return SparqlConfig.from_env(**overrides)
+        return SparqlConfig(
+            endpoint=settings.sparql_endpoint,
+            user_agent=settings.user_agent,
+            timeout_s=self.timeout_s,
+            page_size=self.page_size,
+            max_retries=self.max_retries,
+        )

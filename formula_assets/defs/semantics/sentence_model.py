@@ -10,7 +10,7 @@ import time
 
 import dagster as dg
 
-from formula_assets.core import profiles
+from formula_assets.core.settings import Settings, embedding_model_origin
 from formula_assets.defs.automation import MODEL_OBSERVATION
 from formula_assets.semantics.models import ModelSpec, resolve_model
 
@@ -20,8 +20,10 @@ OBSERVE_JOB = "observe_sentence_model"
 
 def configured_model() -> ModelSpec:
     """The model the settings name, resolved and hashed: what an observation records."""
-    name, origin = profiles.embedding_model()
-    return resolve_model(name, origin)
+    settings = Settings.from_environment()
+    return resolve_model(
+        settings.embedding_model, embedding_model_origin(settings), settings.model_dir
+    )
 
 
 @dg.observable_source_asset(

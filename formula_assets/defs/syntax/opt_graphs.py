@@ -14,13 +14,14 @@ import dagster as dg
 import pyarrow as pa
 
 from formula_assets.core.hashing import table_content_hash
+from formula_assets.core.settings import Settings
 from formula_assets.core.versioning import code_version
 from formula_assets.defs import metadata
 from formula_assets.defs.automation import AUTOMATION
 from formula_assets.defs.checks import check_result, schema_contract
 from formula_assets.defs.metadata import markdown_table, preview
 from formula_assets.syntax.checks import graphs_are_trees, one_graph_per_formula, reject_rate
-from formula_assets.syntax.opt import build_opt_graphs
+from formula_assets.syntax.opt import build_opt_graphs, parse_options
 
 OWNERS = ["team:formula-assets"]
 ONE_PER_FORMULA = "opt_graphs_one_per_formula"
@@ -70,7 +71,7 @@ def parse_formulae(context: dg.AssetExecutionContext, wikidata_formulae: pa.Tabl
         strict=True,
     )
     started = time.perf_counter()
-    built = build_opt_graphs(pairs)
+    built = build_opt_graphs(pairs, parse_options(Settings.from_environment().styled_letters))
     seconds = time.perf_counter() - started
     graphs, rejected = built.graphs, built.rejected
     context.log.info(

@@ -6,10 +6,11 @@ import dagster as dg
 import pyarrow as pa
 from pydantic import Field
 
-from formula_assets.core import profiles
 from formula_assets.core.arrow import recorded_model
 from formula_assets.core.hashing import bytes_hash, table_content_hash
+from formula_assets.core.profiles import get_profile
 from formula_assets.core.protocol import FOLDS, TRAINED
+from formula_assets.core.settings import Settings, vectors_problem
 from formula_assets.core.versioning import code_version
 from formula_assets.defs import metadata
 from formula_assets.defs.automation import AUTOMATION
@@ -54,9 +55,11 @@ def fold_models(
 
     keys = context.partition_key.keys_by_dimension
     fold, method = int(keys["fold"]), keys["method"]
-    profile = profiles.get_profile(config.profile)
+    # the profile of the run config, and the embedding model it implies, resolved once
+    settings = Settings.from_environment().with_config(profile=config.profile)
+    profile = get_profile(settings.profile)
     for table in (semantic_embeddings, opt_text_embeddings):
-        problem = profiles.embedding_mismatch(profile, recorded_model(table))
+        problem = vectors_problem(settings, recorded_model(table))
         if problem:
             raise dg.Failure(problem)
     data = methods.alignment_data(
