@@ -6,14 +6,16 @@ import dagster as dg
 import pyarrow.parquet as pq
 import pytest
 
-from formula_assets.core.protocol import ALL_METHODS, DIRECTIONS
+from formula_assets.core.protocol import DIRECTIONS
+from formula_assets.methods import registry
 from formula_assets_tests.pipeline import SAMPLE, copy_pipeline, ran
 
 EXPECTED_WARNINGS = {"wikidata_formulae_has_concepts"}  # some items link no concept
 ALL_ASSETS = {
     "wikidata_formulae", "opt_graphs", "rejected_formulae", "structural_embeddings",
     "concept_annotations", "semantic_embeddings", "opt_text_embeddings", "opt_token_embeddings",
-    "correspondence_metrics", "cv_folds", "retrieval_scores", "search_index",
+    "correspondence_metrics", "cv_folds", "retrieval_scores", "ensemble_choices",
+    "significance_tests", "search_index",
 }  # fmt: skip
 
 
@@ -26,7 +28,7 @@ def test_refresh_materializes_everything(materialized) -> None:
     assert not (run.lake / "_staged").exists()  # every blocking check passed and published
     assert pq.read_table(run.lake / "wikidata_formulae.parquet").num_rows == SAMPLE
     scores = pq.read_table(run.lake / "retrieval_scores.parquet")
-    assert scores.num_rows == 5 * len(ALL_METHODS) * len(DIRECTIONS)
+    assert scores.num_rows == 5 * len(registry.lineup().names) * len(DIRECTIONS)
     for fold in range(1, 6):
         for method in ("graph_text_cl", "sbert_dual_cl"):
             assert (run.lake / "fold_models" / str(fold) / method / "CURRENT").exists()

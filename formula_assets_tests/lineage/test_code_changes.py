@@ -15,7 +15,8 @@ import pytest
 from formula_assets_tests.pipeline import ROOT, copy_pipeline, edited_package, ran, with_package
 
 DOWNSTREAM_OF_OPT = {
-    "correspondence_metrics", "fold_models×10", "retrieval_scores", "search_index", "report",
+    "correspondence_metrics", "fold_models×10", "retrieval_scores", "ensemble_choices",
+    "significance_tests", "search_index", "report",
 }  # fmt: skip
 RENAME_POWER = {
     "syntax/mathml.py": lambda s: s.replace('"msup": ("power",', '"msup": ("superscript",')

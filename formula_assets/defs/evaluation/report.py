@@ -63,10 +63,7 @@ def report_document(
             folds=cv_folds,
             metrics=correspondence_metrics,
             scores=retrieval_scores,
-            models=[
-                content.TrainedSummary(m.method, m.fold, m.config, m.history)
-                for m in fold_models.values()
-            ],
+            models=[content.TrainedSummary(m.description, m.history) for m in fold_models.values()],
             embedding={
                 name: metadata_value(semantic, name, "—")
                 for name in ("model", "model_identity", "aggregation")
