@@ -1,13 +1,18 @@
 """The whole graph, materialized by the real CLI with the smoke profile on a stable sample."""
 
+import json
 from pathlib import Path
 
 import dagster as dg
 import pyarrow.parquet as pq
 import pytest
 
+from formula_assets.core.arrow import recorded_aggregation, recorded_model
 from formula_assets.core.protocol import DIRECTIONS
+from formula_assets.evaluation.significance import comparisons
+from formula_assets.evaluation.table2 import ensemble_choices
 from formula_assets.methods import registry
+from formula_assets.reporting.tables import significance_rows
 from formula_assets_tests.pipeline import SAMPLE, copy_pipeline, ran
 
 EXPECTED_WARNINGS = {"wikidata_formulae_has_concepts"}  # some items link no concept
@@ -52,6 +57,25 @@ def test_refresh_materializes_everything(materialized) -> None:
         assert set(records) == set(check_keys)
         failed = {k.name for k, r in records.items() if r.status.value != "SUCCEEDED"}
         assert failed <= EXPECTED_WARNINGS
+
+
+@pytest.mark.slow
+def test_the_report_takes_its_results_from_tables(materialized) -> None:
+    """The ensemble's weights and hubness k, the significance tests and the sentence model
+    the report shows are those of the `ensemble_choices`, `significance_tests` and
+    `semantic_embeddings` tables (not of some materialization's metadata)."""
+    run, _ = materialized
+    markdown = (run.lake / "report" / "report.md").read_text()
+    weights, hubness_k = ensemble_choices(pq.read_table(run.lake / "ensemble_choices.parquet"))
+    assert set(weights) == set(hubness_k) == {1, 2, 3, 4, 5}
+    assert json.dumps({str(f): w for f, w in weights.items()}) in markdown
+    assert json.dumps({str(f): k for f, k in hubness_k.items()}) in markdown
+    tests = comparisons(pq.read_table(run.lake / "significance_tests.parquet"))
+    assert tests and all(f"| {' | '.join(row)} |" in markdown for row in significance_rows(tests))
+    semantic = pq.read_table(run.lake / "semantic_embeddings.parquet")
+    assert recorded_aggregation(semantic) == "sum"
+    assert f"| sentence-transformer | {recorded_model(semantic)} |" in markdown
+    assert "| semantic aggregation | sum |" in markdown
 
 
 @pytest.mark.slow
