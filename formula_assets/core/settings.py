@@ -27,6 +27,7 @@ DEFAULT_MIN_FRACTION = 0.5
 EMBEDDING_CACHE_ENV = "FORMULA_ASSETS_EMBEDDING_CACHE"
 MODEL_DIR_ENV = "FORMULA_ASSETS_MODEL_DIR"
 STYLED_LETTERS_ENV = "FORMULA_ASSETS_STYLED_LETTERS"
+EXTRA_METHODS_ENV = "FORMULA_ASSETS_EXTRA_METHODS"
 DEFAULT_STYLED_LETTERS = "distinct"  # the parser's default (syntax.mathml.ParseOptions)
 
 SOURCES = ("snapshot", "sparql", "dump")
@@ -129,6 +130,17 @@ def min_fraction(override: float | None = None) -> float:
 def styled_letters() -> str:
     """How the MathML parser spells styled letters (`distinct`, `fold`; see syntax.mathml)."""
     return (_env(STYLED_LETTERS_ENV) or DEFAULT_STYLED_LETTERS).lower()
+
+
+def extra_methods() -> tuple[str, ...]:
+    """Methods defined outside the package, `module:attribute` each (comma-separated), that
+    the method registry adds after its own."""
+    raw = _env(EXTRA_METHODS_ENV) or ""
+    entries = tuple(e.strip() for e in raw.split(",") if e.strip())
+    bad = [e for e in entries if not all(e.partition(":")[::2]) or e.count(":") != 1]
+    if bad:
+        raise ValueError(f"{EXTRA_METHODS_ENV} takes module:attribute entries, got {bad}")
+    return entries
 
 
 def project_root() -> Path | None:

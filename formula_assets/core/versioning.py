@@ -19,6 +19,7 @@ Everything is read with `ast`, without importing anything, so versions cost no i
 from __future__ import annotations
 
 import ast
+import importlib.util
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import cache
@@ -49,7 +50,19 @@ RESULT_SETTING_VALUES: dict[str, Callable[[], str]] = {
     "embedding_model": lambda: profiles.embedding_model()[0] or profiles.DEFAULT_EMBEDDING_MODEL,
     "profile": lambda: profiles.profile_name(),
     "styled_letters": lambda: settings.styled_letters(),
+    "extra_methods": lambda: _extra_methods(),
 }
+
+
+def _extra_methods() -> str:
+    """The methods named outside the package (FORMULA_ASSETS_EXTRA_METHODS) and the source of
+    their modules (read from their files; only their parent packages are imported)."""
+    parts: list[bytes | str] = []
+    for entry in settings.extra_methods():
+        spec = importlib.util.find_spec(entry.partition(":")[0])
+        origin = Path(spec.origin) if spec and spec.origin else None
+        parts += [entry, origin.read_bytes() if origin and origin.is_file() else b""]
+    return bytes_hash(*parts) if parts else ""
 
 
 def is_versioned(module: str) -> bool:

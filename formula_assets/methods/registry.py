@@ -2,20 +2,30 @@
 rows, the score ensemble's members, the search index and `formula-assets search --method`
 all read this list.
 
-Adding a method is a module in this package plus its line in `BUILT_IN`.
+Adding a method is a module in this package plus its line in `BUILT_IN` (see
+docs/adding-a-method.md). Methods defined outside the package are added after the built-in
+ones by naming them in FORMULA_ASSETS_EXTRA_METHODS (`module:attribute`, comma-separated),
+read once, when this module is first imported (the definitions' partitions are fixed then);
+each is added with `register`, and its module's source enters every code version that
+depends on the registry, so lineage sees it as it sees the built-in ones.
 """
 
 from __future__ import annotations
 
+import importlib
 import re
 from typing import TYPE_CHECKING
 
+from formula_assets.core import settings
 from formula_assets.core.protocol import ENSEMBLE
 from formula_assets.methods import bm25, graph_text_cl, sbert_dual_cl, sbert_no_cl
 from formula_assets.methods.base import Method, TrainedMethod
 
 if TYPE_CHECKING:
     from formula_assets.evaluation.lineup import Lineup
+
+# The methods named outside the package (and their source) change what is trained and scored.
+RESULT_SETTINGS = ("extra_methods",)
 
 # Their order is Table 2's within its groups (the untrained methods, then the trained ones;
 # the ensemble last), the order of the method partitions, of the ensemble's members (whose
@@ -45,6 +55,18 @@ def register(method: Method) -> Method:
         raise ValueError(f"{name}: an ensemble member has vectors, and so is in the index")
     _REGISTERED[name] = method
     return method
+
+
+def _load_extra(entries: tuple[str, ...]) -> None:
+    """The methods of FORMULA_ASSETS_EXTRA_METHODS: each `module:attribute` a Method."""
+    for entry in entries:
+        module_name, _, attribute = entry.partition(":")
+        method = getattr(importlib.import_module(module_name), attribute, None)
+        if not isinstance(method, Method):
+            raise TypeError(
+                f"{settings.EXTRA_METHODS_ENV}: {entry} is not a method (a Method instance)"
+            )
+        register(method)
 
 
 def methods() -> tuple[Method, ...]:
@@ -101,3 +123,4 @@ def lineup() -> Lineup:
 
 for _method in BUILT_IN:
     register(_method)
+_load_extra(settings.extra_methods())
