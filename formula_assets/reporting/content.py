@@ -48,14 +48,6 @@ class TrainedSummary:
     description: ModelDescription
     history: Sequence[Mapping[str, float]]
 
-    @property
-    def method(self) -> str:
-        return self.description.method
-
-    @property
-    def fold(self) -> int:
-        return self.description.fold
-
 
 @dataclass
 class ReportInputs:
@@ -86,10 +78,13 @@ class Report:
 def training_curves(models: Sequence[TrainedSummary]) -> bytes:
     """Validation MRR per epoch of every model (of each run, for a model of several)."""
     series: dict[str, list[float]] = {}
-    for m in sorted(models, key=lambda m: (m.method, m.fold)):
+    for m in sorted(models, key=lambda m: (m.description.method, m.description.fold)):
+        described = m.description
         runs = sorted({int(h.get("run", 0)) for h in m.history})
         for run in runs:
-            label = f"{m.method} fold {m.fold}" + (f" run {run + 1}" if len(runs) > 1 else "")
+            label = f"{described.method} fold {described.fold}" + (
+                f" run {run + 1}" if len(runs) > 1 else ""
+            )
             series[label] = [h["validation_mrr"] for h in m.history if int(h.get("run", 0)) == run]
     return figures.line_figure(series, "epoch", "validation MRR", "validation MRR per epoch")
 

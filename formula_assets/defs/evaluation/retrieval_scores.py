@@ -105,27 +105,28 @@ def retrieval_scores(
             },
         )
     if ENSEMBLE_CHOICES in selected:
-        table = ensemble_table(result)
-        yield dg.Output(
-            table,
-            output_name=ENSEMBLE_CHOICES,
-            data_version=dg.DataVersion(table_content_hash(table)),
-            metadata={
-                "ensemble_weights": dg.MetadataValue.json(weights),
-                "ensemble_hubness_k": dg.MetadataValue.json(hubness_k),
-            },
+        yield _table(
+            ENSEMBLE_CHOICES,
+            ensemble_table(result),
+            ensemble_weights=dg.MetadataValue.json(weights),
+            ensemble_hubness_k=dg.MetadataValue.json(hubness_k),
         )
     if SIGNIFICANCE in selected:
-        table = significance_table(comparisons)
-        yield dg.Output(
-            table,
-            output_name=SIGNIFICANCE,
-            data_version=dg.DataVersion(table_content_hash(table)),
-            metadata={
-                "comparisons": table.num_rows,
-                "significance": metadata.significance(comparisons),
-            },
+        yield _table(
+            SIGNIFICANCE,
+            significance_table(comparisons),
+            significance=metadata.significance(comparisons),
         )
+
+
+def _table(name: str, table: pa.Table, **entries: object) -> dg.Output:
+    """One of the step's tables, its data version a hash of its content."""
+    return dg.Output(
+        table,
+        output_name=name,
+        data_version=dg.DataVersion(table_content_hash(table)),
+        metadata={"rows": table.num_rows, **entries},
+    )
 
 
 @dg.asset_check(asset=SCORES, blocking=True)
