@@ -26,7 +26,9 @@ from formula_assets.core.profiles import get_profile
 from formula_assets.core.protocol import DIRECTIONS, FOLDS
 from formula_assets.core.settings import Settings
 from formula_assets.evaluation.ranking import CosineScorer, gold_ranks
-from formula_assets.training.methods import alignment_data, train_fold
+from formula_assets.methods import registry
+from formula_assets.training.data import alignment_data
+from formula_assets.training.fold import train_fold
 
 METHOD = "graph_text_cl"
 # the settings every variant starts from: the default's sizes and schedule with every option
@@ -123,7 +125,7 @@ def _train(job: tuple) -> dict:
     default = get_profile("default")
     profile = dataclasses.replace(default, **{METHOD: dataclasses.replace(BASE, **overrides)})
     started = time.perf_counter()
-    model = train_fold(METHOD, fold, data, profile)
+    model = train_fold(registry.trained_method(METHOD), fold, data, profile)
     _, structural, semantic = model.split_vectors("test")
     scorer = CosineScorer(structural, semantic)
     test = {
@@ -133,11 +135,11 @@ def _train(job: tuple) -> dict:
     return {
         "variant": name,
         "fold": fold,
-        "validation_mrr": model.config["best_validation_mrr"],
-        "best_epoch": model.config["best_epoch"],
+        "validation_mrr": model.description.best_validation_mrr,
+        "best_epoch": model.description.best_epoch,
         "seconds": time.perf_counter() - started,
         "test": test,
-        "unseen_test_tokens": model.config.get("unseen_test_tokens"),
+        "unseen_test_tokens": model.description.unseen_test_tokens,
     }
 
 

@@ -18,13 +18,15 @@ from upath import UPath
 from benchmarks.common import print_table, write_result
 from formula_assets.core import lake
 from formula_assets.core.arrow import embedding_matrix
-from formula_assets.core.protocol import DIRECTIONS, FOLDS, TRAINED
+from formula_assets.core.protocol import DIRECTIONS, FOLDS
 from formula_assets.core.settings import Settings
 from formula_assets.evaluation.ensemble import choose_ensemble, ensemble_scorers, member_hubness
 from formula_assets.evaluation.hubness import HUBNESS_KS
+from formula_assets.evaluation.lineup import FoldData
 from formula_assets.evaluation.ranking import Scorer, gold_ranks
 from formula_assets.evaluation.table2 import REFERENCE_SPLIT, WEIGHT_SPLIT, member_spaces
-from formula_assets.training.artifacts import load_model
+from formula_assets.methods import registry
+from formula_assets.training.artifacts import load_model, model_directory
 
 VARIANTS: dict[str, tuple[int, ...]] = {
     "cosine (no correction)": (0,),
@@ -50,13 +52,13 @@ def run(root: UPath) -> dict:
     }
     per_variant: dict[str, list[dict]] = {name: [] for name in VARIANTS}
     for fold in FOLDS:
-        models = {m: load_model(root / "fold_models" / str(fold) / m) for m in TRAINED}
+        trained = registry.trained()
+        models = {m: load_model(model_directory(root, fold, m)) for m in trained}
+        data = FoldData(models, frozen["opt_text_embeddings"], frozen["semantic_embeddings"])
         spaces = {}
         for split in (WEIGHT_SPLIT, "validation", "test", REFERENCE_SPLIT):
-            qids = models[TRAINED[0]].split_vectors(split)[0]
-            spaces[split] = member_spaces(
-                models, frozen["opt_text_embeddings"], frozen["semantic_embeddings"], split, qids
-            )
+            qids = models[trained[0]].split_vectors(split)[0]
+            spaces[split] = member_spaces(data, registry.ensemble_members(), split, qids)
         reference = spaces[REFERENCE_SPLIT]
         for name, ks in VARIANTS.items():
             choice = choose_ensemble(spaces[WEIGHT_SPLIT], reference, ks)

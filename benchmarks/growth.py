@@ -82,7 +82,9 @@ def _epoch(graphs, semantic, method: str) -> float:
     import torch
 
     from formula_assets.core.profiles import get_profile
-    from formula_assets.training.methods import AlignmentData, train_fold
+    from formula_assets.methods import registry
+    from formula_assets.training.data import AlignmentData
+    from formula_assets.training.fold import train_fold
 
     torch.set_num_threads(1)
     qids = graphs["qid"].to_pylist()
@@ -93,7 +95,7 @@ def _epoch(graphs, semantic, method: str) -> float:
     profile = get_profile("default")
     one = dataclasses.replace(profile.settings(method), epochs=1, patience=1)
     profile = dataclasses.replace(profile, **{method: one})
-    model = train_fold(method, 1, data, profile)
+    model = train_fold(registry.trained_method(method), 1, data, profile)
     return model.history[0]["seconds"]
 
 

@@ -18,9 +18,16 @@ import pyarrow.parquet as pq
 from upath import UPath
 
 from benchmarks.common import print_table, write_result
-from formula_assets.core.protocol import FOLDS, TRAINED
+from formula_assets.core.protocol import FOLDS
 from formula_assets.ingest.snapshot import read_snapshot_items
+from formula_assets.methods import registry
 from formula_assets.syntax.mathml import MathMLError, OptNode, ParseOptions, parse_mathml
+from formula_assets.training.artifacts import (
+    CONFIG,
+    ModelDescription,
+    current_version,
+    model_directory,
+)
 
 STYLE_WORDS = ("bold", "double-struck", "script", "fraktur", "sans-serif", "monospace")
 
@@ -84,12 +91,11 @@ def count_changes() -> dict:
     return result
 
 
-def _configs(root: UPath, method: str) -> list[dict]:
+def _configs(root: UPath, method: str) -> list[ModelDescription]:
     out = []
     for fold in FOLDS:
-        model = root / "fold_models" / str(fold) / method
-        version = (model / "CURRENT").read_text().strip()
-        out.append(json.loads((model / version / "config.json").read_text()))
+        version = current_version(model_directory(root, fold, method))
+        out.append(ModelDescription.from_json(json.loads((version / CONFIG).read_text())))
     return out
 
 
@@ -112,13 +118,13 @@ def compare_lakes(lakes: dict[str, str]) -> dict:
         for entry in per_lake.values():
             for key in list(entry):
                 entry[key] = _mean(entry[key])
-        for method in TRAINED:
+        for method in registry.trained():
             configs = _configs(root, method)
-            per_lake[method]["validation_mrr"] = _mean([c["best_validation_mrr"] for c in configs])
-            per_lake[method]["train_seconds"] = _mean([c["train_seconds"] for c in configs])
-            if method == "graph_text_cl":
-                unseen = [c["unseen_test_tokens"]["occurrences"] for c in configs]
-                per_lake[method]["vocabulary"] = _mean([len(c["vocabulary"]) for c in configs])
+            per_lake[method]["validation_mrr"] = _mean([c.best_validation_mrr for c in configs])
+            per_lake[method]["train_seconds"] = _mean([c.train_seconds for c in configs])
+            if all(c.unseen_test_tokens for c in configs):  # a method with a vocabulary
+                unseen = [c.unseen_test_tokens["occurrences"] for c in configs]
+                per_lake[method]["vocabulary"] = _mean([len(c.vocabulary) for c in configs])
                 per_lake[method]["unseen_test_token_occurrences"] = _mean(unseen)
         result[name] = per_lake
         for method, entry in per_lake.items():

@@ -20,10 +20,12 @@ from upath import UPath
 from benchmarks.common import print_table, write_result
 from formula_assets.core import lake
 from formula_assets.core.profiles import Profile, get_profile
-from formula_assets.core.protocol import DIRECTIONS, FOLDS, TRAINED
+from formula_assets.core.protocol import DIRECTIONS, FOLDS
 from formula_assets.core.settings import Settings
 from formula_assets.evaluation.table2 import PAPER_TABLE_2, evaluate, table_2
-from formula_assets.training.methods import alignment_data, train_fold
+from formula_assets.methods import registry
+from formula_assets.training.data import alignment_data
+from formula_assets.training.fold import train_fold
 
 
 def _tables() -> dict:
@@ -45,7 +47,7 @@ def _capped(profile: str, threads: int, epochs: int | None) -> Profile:
         return chosen
     capped = {
         m: dataclasses.replace(chosen.settings(m), epochs=min(chosen.settings(m).epochs, epochs))
-        for m in TRAINED
+        for m in registry.trained()
     }
     return dataclasses.replace(chosen, **capped)
 
@@ -60,7 +62,7 @@ def _train(job: tuple):
     )
     started = time.perf_counter()
     chosen = _capped(profile, threads, epochs)
-    model = train_fold(method, fold, data, chosen)
+    model = train_fold(registry.trained_method(method), fold, data, chosen)
     return model, time.perf_counter() - started
 
 
@@ -80,20 +82,23 @@ def epochs_only(profile: str, epochs: int, folds: tuple[int, ...] = (1,), thread
 
     Trains each method for `epochs` epochs on `folds` in one process; no Table 2.
     """
-    jobs = [(m, f, profile, threads, epochs) for m in TRAINED for f in folds]
+    jobs = [(m, f, profile, threads, epochs) for m in registry.trained() for f in folds]
     with multiprocessing.get_context("spawn").Pool(1) as pool:
         trained = pool.map(_train, jobs, chunksize=1)
     per_method = _timings(jobs, trained)
-    settings = {m: dataclasses.asdict(get_profile(profile).settings(m)) for m in TRAINED}
+    settings = {m: dataclasses.asdict(get_profile(profile).settings(m)) for m in registry.trained()}
     full = {
         m: round(max(per_method[m]["epoch_seconds"]) * settings[m]["epochs"] * len(FOLDS))
-        for m in TRAINED
+        for m in registry.trained()
     }
     print_table(
         f"{profile} profile: {epochs} epoch(s) per method on fold(s) {list(folds)}, "
         f"1 process × {threads} thread(s)",
         ["method", "s / epoch", f"all {len(FOLDS)} folds × full epochs, projected"],
-        [[m, f"{max(per_method[m]['epoch_seconds']):.2f}", f"{full[m]} s"] for m in TRAINED],
+        [
+            [m, f"{max(per_method[m]['epoch_seconds']):.2f}", f"{full[m]} s"]
+            for m in registry.trained()
+        ],
     )
     result = {
         "profile": profile,
@@ -113,7 +118,7 @@ def run(profile: str = "default", workers: int = 2, threads: int = 1) -> dict:
     from formula_assets.evaluation.inputs import evaluation_inputs
 
     # Longest first, so the pool's processes finish together.
-    jobs = [(m, f, profile, threads) for m in TRAINED for f in FOLDS]
+    jobs = [(m, f, profile, threads) for m in registry.trained() for f in FOLDS]
     started = time.perf_counter()
     with multiprocessing.get_context("spawn").Pool(workers) as pool:
         trained = pool.map(_train, jobs, chunksize=1)
@@ -127,7 +132,7 @@ def run(profile: str = "default", workers: int = 2, threads: int = 1) -> dict:
         t["semantic_embeddings"],
         t["opt_text_embeddings"],
     )
-    summary = table_2(evaluate(inputs, models).scores)
+    summary = table_2(evaluate(inputs, models, registry.lineup()).scores)
     per_method = _timings(jobs, trained)
     rows = []
     for r in summary:

@@ -26,6 +26,8 @@ EXPECTED_GROUPS = {
     "cv_folds": "training",
     "fold_models": "training",
     "retrieval_scores": "evaluation",
+    "ensemble_choices": "evaluation",
+    "significance_tests": "evaluation",
     "search_index": "evaluation",
     "report": "evaluation",
     "wikidata_probe": "ingest",
@@ -123,6 +125,8 @@ def test_table_contracts_warn_on_schema_changes() -> None:
         "correspondence_metrics",
         "cv_folds",
         "retrieval_scores",
+        "ensemble_choices",
+        "significance_tests",
         "search_index",
     }
 

@@ -54,11 +54,13 @@ def make_targets() -> set[str]:
 def argparse_problems(args: tuple[str, ...]) -> list[str]:
     from formula_assets.cli import build_parser
 
-    (subparsers,) = [
-        a for a in build_parser()._actions if a.__class__.__name__ == "_SubParsersAction"
-    ]
+    parser = build_parser()
+    (subparsers,) = [a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction"]
     if not args:
         return []
+    if args[0].startswith("-"):  # the program's own flags (`--help`)
+        own = parser._option_string_actions
+        return [f"no flag {a}" for a in args if a.startswith("-") and a not in own]
     if args[0] not in subparsers.choices:
         return [f"no subcommand {args[0]!r}"]
     options = subparsers.choices[args[0]]._option_string_actions

@@ -1,19 +1,26 @@
 """The whole graph, materialized by the real CLI with the smoke profile on a stable sample."""
 
+import json
 from pathlib import Path
 
 import dagster as dg
 import pyarrow.parquet as pq
 import pytest
 
-from formula_assets.core.protocol import ALL_METHODS, DIRECTIONS
+from formula_assets.core.arrow import recorded_aggregation, recorded_model
+from formula_assets.core.protocol import DIRECTIONS
+from formula_assets.evaluation.significance import comparisons
+from formula_assets.evaluation.table2 import ensemble_choices
+from formula_assets.methods import registry
+from formula_assets.reporting.tables import significance_rows
 from formula_assets_tests.support.pipeline import SAMPLE, copy_pipeline, ran
 
 EXPECTED_WARNINGS = {"wikidata_formulae_has_concepts"}  # some items link no concept
 ALL_ASSETS = {
     "wikidata_formulae", "opt_graphs", "rejected_formulae", "structural_embeddings",
     "concept_annotations", "semantic_embeddings", "opt_text_embeddings", "opt_token_embeddings",
-    "correspondence_metrics", "cv_folds", "retrieval_scores", "search_index",
+    "correspondence_metrics", "cv_folds", "retrieval_scores", "ensemble_choices",
+    "significance_tests", "search_index",
 }  # fmt: skip
 
 
@@ -26,7 +33,7 @@ def test_refresh_materializes_everything(materialized) -> None:
     assert not (run.lake / "_staged").exists()  # every blocking check passed and published
     assert pq.read_table(run.lake / "wikidata_formulae.parquet").num_rows == SAMPLE
     scores = pq.read_table(run.lake / "retrieval_scores.parquet")
-    assert scores.num_rows == 5 * len(ALL_METHODS) * len(DIRECTIONS)
+    assert scores.num_rows == 5 * len(registry.lineup().names) * len(DIRECTIONS)
     for fold in range(1, 6):
         for method in ("graph_text_cl", "sbert_dual_cl"):
             assert (run.lake / "fold_models" / str(fold) / method / "CURRENT").exists()
@@ -50,6 +57,25 @@ def test_refresh_materializes_everything(materialized) -> None:
         assert set(records) == set(check_keys)
         failed = {k.name for k, r in records.items() if r.status.value != "SUCCEEDED"}
         assert failed <= EXPECTED_WARNINGS
+
+
+@pytest.mark.slow
+def test_the_report_takes_its_results_from_tables(materialized) -> None:
+    """The ensemble's weights and hubness k, the significance tests and the sentence model
+    the report shows are those of the `ensemble_choices`, `significance_tests` and
+    `semantic_embeddings` tables (not of some materialization's metadata)."""
+    run, _ = materialized
+    markdown = (run.lake / "report" / "report.md").read_text()
+    weights, hubness_k = ensemble_choices(pq.read_table(run.lake / "ensemble_choices.parquet"))
+    assert set(weights) == set(hubness_k) == {1, 2, 3, 4, 5}
+    assert json.dumps({str(f): w for f, w in weights.items()}) in markdown
+    assert json.dumps({str(f): k for f, k in hubness_k.items()}) in markdown
+    tests = comparisons(pq.read_table(run.lake / "significance_tests.parquet"))
+    assert tests and all(f"| {' | '.join(row)} |" in markdown for row in significance_rows(tests))
+    semantic = pq.read_table(run.lake / "semantic_embeddings.parquet")
+    assert recorded_aggregation(semantic) == "sum"
+    assert f"| sentence-transformer | {recorded_model(semantic)} |" in markdown
+    assert "| semantic aggregation | sum |" in markdown
 
 
 @pytest.mark.slow

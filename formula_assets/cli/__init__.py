@@ -105,6 +105,8 @@ def _search(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from formula_assets.methods import registry
+
     parser = argparse.ArgumentParser(
         prog="formula-assets", description="Work with the formula_assets pipeline."
     )
@@ -162,7 +164,7 @@ def build_parser() -> argparse.ArgumentParser:
     query.add_argument("--text", help="a description, e.g. 'kinetic energy'")
     search.add_argument(
         "--method",
-        choices=["score_ensemble", "sbert_dual_cl", "graph_text_cl", "sbert_no_cl"],
+        choices=registry.search_methods(),
         help="default: the best method available in the data lake",
     )
     search.add_argument("--fold", type=int, help="which fold's models (default: best validation)")

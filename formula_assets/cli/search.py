@@ -8,6 +8,7 @@ from pathlib import Path
 
 from upath import UPath
 
+from formula_assets.core.protocol import ENSEMBLE
 from formula_assets.core.settings import Settings
 from formula_assets.search.searcher import Searcher, SearchError, latex_to_mathml
 from formula_assets.syntax.opt import parse_options
@@ -61,7 +62,7 @@ def run_search(args: argparse.Namespace) -> int:
 
 def _fold_note(searcher) -> str:
     weights = ""
-    if searcher.method == "score_ensemble":
+    if searcher.method == ENSEMBLE:
         weights = ", weights " + ", ".join(f"{m} {w:.1f}" for m, w in searcher.weights.items())
         weights += f", hubness k {searcher.index.hubness_k}"
     return (

@@ -11,6 +11,7 @@ import pyarrow as pa
 EXPECTED_DIMENSION_KEY = b"expected_dimension"
 MODEL_NAME_KEY = b"model_name"
 MODEL_IDENTITY_KEY = b"model_identity"
+AGGREGATION_KEY = b"aggregation"
 
 
 def vectors(column: pa.ChunkedArray | pa.Array, dimension: int) -> np.ndarray:
@@ -85,3 +86,16 @@ def recorded_identity(table: pa.Table) -> str | None:
     """The identity (files' content hash) of the sentence-transformer that made the vectors."""
     identity = (table.schema.metadata or {}).get(MODEL_IDENTITY_KEY)
     return identity.decode() if identity else None
+
+
+def with_aggregation(table: pa.Table, aggregation: str) -> pa.Table:
+    """Record how each formula's text vectors were combined into one (`sum`, `mean`)."""
+    metadata = dict(table.schema.metadata or {})
+    metadata[AGGREGATION_KEY] = aggregation.encode()
+    return table.replace_schema_metadata(metadata)
+
+
+def recorded_aggregation(table: pa.Table) -> str | None:
+    """How the table's text vectors were combined, if recorded."""
+    value = (table.schema.metadata or {}).get(AGGREGATION_KEY)
+    return value.decode() if value else None

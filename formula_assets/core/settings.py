@@ -12,6 +12,8 @@ it, with a message naming the variable, and leaves everything else alone.
 
 from __future__ import annotations
 
+import hashlib
+import importlib.util
 import os
 import re
 from collections.abc import Callable, Iterator, Mapping
@@ -50,6 +52,7 @@ AUTOMATION_ENV = "FORMULA_ASSETS_AUTOMATION"
 AUTOMATION_INTERVAL_ENV = "FORMULA_ASSETS_AUTOMATION_INTERVAL"
 POSTGRES_URL_ENV = "FORMULA_ASSETS_POSTGRES_URL"
 CELERY_BROKER_ENV = "FORMULA_ASSETS_CELERY_BROKER"
+EXTRA_METHODS_ENV = "FORMULA_ASSETS_EXTRA_METHODS"
 
 SOURCES = ("snapshot", "sparql", "dump")
 DEFAULT_SOURCE = "snapshot"
@@ -90,6 +93,7 @@ class Setting(Generic[T]):
         config: str = "",
         changes_results: bool = False,
         secret: bool = False,
+        fingerprint: Callable[[T], str] | None = None,
     ) -> None:
         self.name = ""
         self.env = env
@@ -104,6 +108,8 @@ class Setting(Generic[T]):
         self.config = config  # the resource fields and run config that override it
         self.changes_results = changes_results  # enters code versions (see core.versioning)
         self.secret = secret  # a URL whose password is hidden when shown
+        # what of a value enters code versions (its text unless said otherwise)
+        self.fingerprint: Callable[[T], str] = fingerprint or str  # type: ignore[assignment]
 
     def __set_name__(self, owner: type, name: str) -> None:
         self.name = name
@@ -181,6 +187,25 @@ def _profile(value: str) -> str:
             f"choose one of {', '.join(PROFILES)}"
         ),
     )(value)
+
+
+def _method_entries(raw: str) -> tuple[str, ...]:
+    entries = tuple(e.strip() for e in raw.split(",") if e.strip())
+    if any(e.count(":") != 1 or not all(e.partition(":")[::2]) for e in entries):
+        raise ValueError(raw)
+    return entries
+
+
+def _method_sources(entries: tuple[str, ...]) -> str:
+    """The entries and the source of their modules (read from their files; only their parent
+    packages are imported), so an edit to a method defined outside the package is seen."""
+    digest = hashlib.sha256()
+    for entry in entries:
+        spec = importlib.util.find_spec(entry.partition(":")[0])
+        origin = Path(spec.origin) if spec and spec.origin else None
+        source = origin.read_bytes() if origin and origin.is_file() else b""
+        digest.update(f"{entry}\0{len(source)}\0".encode() + source)
+    return digest.hexdigest() if entries else ""
 
 
 def _data_lake_default(_settings: Settings) -> str:
@@ -328,6 +353,18 @@ class Settings:
         DEFAULT_STYLED_LETTERS,
         check=_lower,  # the parser checks the value (syntax.opt.parse_options)
         changes_results=True,
+    )
+
+    extra_methods = Setting["tuple[str, ...]"](
+        EXTRA_METHODS_ENV,
+        "methods defined outside the package, `module:attribute` each, comma-separated "
+        "(see docs/adding-a-method.md)",
+        (),
+        shown_default="none",
+        parse=_method_entries,
+        kind="module:attribute entries, comma-separated",
+        changes_results=True,
+        fingerprint=_method_sources,
     )
 
     # -- running --------------------------------------------------------------------------

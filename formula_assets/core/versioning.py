@@ -195,7 +195,7 @@ class Versioner:
                 _file_hash(path, stat.st_size, stat.st_mtime_ns),
             ]
         for setting in self.result_settings(module):
-            parts += [setting, str(self.settings.value(setting))]
+            parts += [setting, BY_NAME[setting].fingerprint(self.settings.value(setting))]
         return bytes_hash(*parts)[:VERSION_CHARS]
 
 

@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Collection
 
 import pyarrow as pa
 
 from formula_assets.core.checks import SAMPLE, Outcome
-from formula_assets.core.protocol import ALL_METHODS, DIRECTIONS, FOLDS, TRAINED_AND_ENSEMBLE
+from formula_assets.core.protocol import DIRECTIONS, FOLDS
 
 CHANCE_MARGIN = 3.0
 
 
-def scores_complete(scores: pa.Table, folds=FOLDS) -> Outcome:
+def scores_complete(scores: pa.Table, methods: Collection[str], folds=FOLDS) -> Outcome:
+    """Every fold × method × direction scored once; `methods`: every row's method (the
+    lineup's names, the ensemble included)."""
     keys = Counter(
         zip(
             scores["fold"].to_pylist(),
@@ -21,7 +24,7 @@ def scores_complete(scores: pa.Table, folds=FOLDS) -> Outcome:
             strict=True,
         )
     )
-    expected = {(f, m, d) for f in folds for m in ALL_METHODS for d in DIRECTIONS}
+    expected = {(f, m, d) for f in folds for m in methods for d in DIRECTIONS}
     missing = sorted(expected - set(keys))
     doubled = sorted(k for k, n in keys.items() if n > 1)
     passed = not missing and not doubled
@@ -56,13 +59,16 @@ def required_recall_at_10(candidates: int, margin: float = CHANCE_MARGIN) -> flo
     return min(margin * chance, chance + (1 - chance) / 2)
 
 
-def scores_beat_chance(scores: pa.Table, margin: float = CHANCE_MARGIN) -> Outcome:
+def scores_beat_chance(
+    scores: pa.Table, judged: Collection[str], margin: float = CHANCE_MARGIN
+) -> Outcome:
+    """The `judged` methods' (the trained ones and the ensemble) R@10 ≥ margin × chance."""
     weak = [
         f"fold {r['fold']} {r['method']} {r['direction']}: R@10 {r['recall_at_10']:.3f}"
         f" < {required_recall_at_10(r['candidates'], margin):.3f}"
         f" (chance {min(1.0, 10 / r['candidates']):.3f})"
         for r in scores.to_pylist()
-        if r["method"] in TRAINED_AND_ENSEMBLE
+        if r["method"] in judged
         and r["recall_at_10"] < required_recall_at_10(r["candidates"], margin)
     ]
     return Outcome(

@@ -15,7 +15,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from formula_assets.core.protocol import ENSEMBLE_MEMBERS
 from formula_assets.evaluation.hubness import (
     HUBNESS_KS,
     Space,
@@ -97,16 +96,20 @@ def _as_scorer(member: Scorer | np.ndarray) -> Scorer:
 
 
 def ensemble_scorer(weights: Mapping[str, float], members: Mapping[str, Scorer]) -> Scorer:
-    """Σ weight × member score, the members named by `ENSEMBLE_MEMBERS`."""
-    return WeightedScorer([(weights[m], members[m]) for m in ENSEMBLE_MEMBERS])
+    """Σ weight × member score, summed in the weights' (the members') order."""
+    return WeightedScorer([(weight, members[m]) for m, weight in weights.items()])
 
 
 @dataclass(frozen=True)
 class EnsembleChoice:
     """What the selection split chose for one fold: member weights and the hubness k."""
 
-    weights: dict[str, float]
+    weights: dict[str, float]  # member → weight, in the members' order
     hubness_k: int
+
+    @property
+    def members(self) -> tuple[str, ...]:
+        return tuple(self.weights)
 
 
 def choose_ensemble(
@@ -114,19 +117,21 @@ def choose_ensemble(
     reference: Mapping[str, Space],
     ks: Sequence[int] = HUBNESS_KS,
 ) -> EnsembleChoice:
-    """The weights and hubness k with the best selection MRR; `reference`: the members' spaces
-    of the training split (a k larger than it is skipped)."""
-    fewest = min(len(reference[m][0]) for m in ENSEMBLE_MEMBERS)
+    """The weights and hubness k with the best selection MRR. `selection`: the members'
+    spaces of the selection split, in the members' order (the weight grid's); `reference`:
+    theirs of the training split (a k larger than it is skipped)."""
+    members = tuple(selection)
+    fewest = min(len(reference[m][0]) for m in members)
     best: tuple[float, EnsembleChoice] | None = None
     for k in ks:
         if k > fewest:
             continue
         forward, backward = corrected_members(selection, member_hubness(selection, reference, k))
         weights, quality = best_weights(
-            [forward[m] for m in ENSEMBLE_MEMBERS], [backward[m] for m in ENSEMBLE_MEMBERS]
+            [forward[m] for m in members], [backward[m] for m in members]
         )
         if best is None or quality > best[0] + 1e-12:
-            best = quality, EnsembleChoice(dict(zip(ENSEMBLE_MEMBERS, weights, strict=True)), k)
+            best = quality, EnsembleChoice(dict(zip(members, weights, strict=True)), k)
     if best is None:
         raise ValueError(f"no hubness k in {tuple(ks)} fits {fewest} training formulae")
     return best[1]
@@ -135,16 +140,17 @@ def choose_ensemble(
 def member_hubness(
     spaces: Mapping[str, Space], reference: Mapping[str, Space], k: int
 ) -> dict[str, SpaceHubness]:
-    """Per member: each formula's hubness as a candidate, against the reference split."""
-    return {m: space_hubness(spaces[m], reference[m], k) for m in ENSEMBLE_MEMBERS}
+    """Per member (the keys of `spaces`): each formula's hubness as a candidate, against the
+    reference split."""
+    return {m: space_hubness(spaces[m], reference[m], k) for m in spaces}
 
 
 def corrected_members(
     spaces: Mapping[str, Space], hubs: Mapping[str, SpaceHubness]
 ) -> tuple[dict[str, Scorer], dict[str, Scorer]]:
-    """Per member: its hubness-corrected scorers of both directions."""
+    """Per member (the keys of `hubs`): its hubness-corrected scorers of both directions."""
     forward, backward = {}, {}
-    for member in ENSEMBLE_MEMBERS:
+    for member in hubs:
         forward[member], backward[member] = corrected_scorers(spaces[member], hubs[member])
     return forward, backward
 

@@ -2,7 +2,8 @@
 
 The family: every trained method and the ensemble against each baseline, the best method
 (highest MRR over both directions) against each of the others it is claimed to beat — for
-the ensemble, its members — and `graph_text_cl` against `sbert_dual_cl`, in both directions.
+the ensemble, its members — and each trained method against every trained method after it
+in the lineup (`graph_text_cl` against `sbert_dual_cl`), in both directions.
 Each pair gets a Wilcoxon signed-rank test over all test queries of all folds (paired by
 query) and a paired t-test over the five fold MRRs; the Wilcoxon p-values are adjusted for
 the whole family with Holm's step-down method, so a claim can rest on the adjusted value.
@@ -10,18 +11,13 @@ the whole family with Holm's step-down method, so a claim can rest on the adjust
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 import numpy as np
+import pyarrow as pa
 
-from formula_assets.core.protocol import (
-    ALL_METHODS,
-    BASELINES,
-    DIRECTIONS,
-    ENSEMBLE,
-    ENSEMBLE_MEMBERS,
-    TRAINED,
-)
+from formula_assets.core.protocol import DIRECTIONS, ENSEMBLE
+from formula_assets.evaluation.lineup import Lineup
 from formula_assets.evaluation.table2 import Evaluation
 
 
@@ -36,21 +32,46 @@ class Comparison:
     holm_p: float = float("nan")  # wilcoxon_p adjusted for the whole family (Holm)
 
 
-def best_method(evaluation: Evaluation) -> str:
+# `significance_tests`: one row per comparison, the fields of `Comparison`.
+SIGNIFICANCE_SCHEMA = pa.schema(
+    [
+        ("method", pa.string()),
+        ("baseline", pa.string()),
+        ("direction", pa.string()),
+        ("mean_rr_difference", pa.float64()),
+        ("wilcoxon_p", pa.float64()),
+        ("fold_t_p", pa.float64()),
+        ("holm_p", pa.float64()),
+    ]
+)
+
+
+def significance_table(comparisons: list[Comparison]) -> pa.Table:
+    return pa.Table.from_pylist([asdict(c) for c in comparisons], SIGNIFICANCE_SCHEMA)
+
+
+def comparisons(table: pa.Table) -> list[Comparison]:
+    """The comparisons of a `significance_table`."""
+    return [Comparison(**row) for row in table.to_pylist()]
+
+
+def best_method(evaluation: Evaluation, lineup: Lineup) -> str:
     """The method with the highest mean reciprocal rank over both directions and all folds."""
     means = {}
-    for method in ALL_METHODS:
+    for method in lineup.names:
         ranks = [rr for (_, m, _), rr in evaluation.reciprocal_ranks.items() if m == method]
         if ranks:
             means[method] = float(np.concatenate(ranks).mean())
     return max(means, key=lambda m: means[m])
 
 
-def comparison_pairs(best: str) -> list[tuple[str, str]]:
-    pairs = [(method, baseline) for method in (*TRAINED, ENSEMBLE) for baseline in BASELINES]
-    rivals = ENSEMBLE_MEMBERS if best == ENSEMBLE else [m for m in ALL_METHODS if m != best]
+def comparison_pairs(best: str, lineup: Lineup) -> list[tuple[str, str]]:
+    pairs = [(method, baseline) for method in lineup.judged for baseline in lineup.baselines]
+    members = [m.name for m in lineup.members]
+    rivals = members if best == ENSEMBLE else [m for m in lineup.names if m != best]
     pairs += [(best, rival) for rival in rivals]
-    pairs.append(("graph_text_cl", "sbert_dual_cl"))
+    trained = lineup.trained
+    pairs += [(a, b) for i, a in enumerate(trained) for b in trained[i + 1 :]]
     return list(dict.fromkeys(pairs))
 
 
@@ -65,12 +86,12 @@ def holm(p_values: list[float]) -> list[float]:
     return adjusted
 
 
-def significance(evaluation: Evaluation) -> list[Comparison]:
+def significance(evaluation: Evaluation, lineup: Lineup) -> list[Comparison]:
     from scipy import stats
 
     folds = sorted({fold for fold, _, _ in evaluation.reciprocal_ranks})
     out = []
-    for method, other in comparison_pairs(best_method(evaluation)):
+    for method, other in comparison_pairs(best_method(evaluation, lineup), lineup):
         for direction in DIRECTIONS:
             per_fold_a = [evaluation.reciprocal_ranks[(f, method, direction)] for f in folds]
             per_fold_b = [evaluation.reciprocal_ranks[(f, other, direction)] for f in folds]

@@ -1,25 +1,24 @@
 """Cross-modal retrieval on each test fold: the paper's Table 2 (§4.3).
 
 Candidates are the test fold's formulae, as in the paper. Directions: syntactic → semantic
-(a formula's structure retrieves its semantics) and semantic → syntactic. Methods: `bm25`,
-`sbert_no_cl` (cosine of the frozen sentence vectors), the trained `sbert_dual_cl` and
-`graph_text_cl`, and `score_ensemble`: a weighted sum of the hubness-corrected cosine scores
-of those three (`evaluation.hubness`), whose weights and hubness k are chosen on the fold's
+(a formula's structure retrieves its semantics) and semantic → syntactic. Methods: those of
+the caller's `Lineup` (the method registry's: `bm25`, `sbert_no_cl`, the trained
+`graph_text_cl` and `sbert_dual_cl`), each scored by cosine of its vectors or by its own
+scorers, and `score_ensemble`: a weighted sum of the hubness-corrected cosine scores of the
+lineup's members (`evaluation.hubness`), whose weights and hubness k are chosen on the fold's
 selection split — formulae of the training folds that no member was trained or early-stopped
 on — before the test fold is looked at.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
 
 import numpy as np
 import pyarrow as pa
 
-from formula_assets.core.protocol import ALL_METHODS, DIRECTIONS, ENSEMBLE, TRAINED
-from formula_assets.evaluation.bm25 import bm25_scorer
+from formula_assets.core.protocol import DIRECTIONS, ENSEMBLE
 from formula_assets.evaluation.ensemble import (
     EnsembleChoice,
     choose_ensemble,
@@ -28,6 +27,7 @@ from formula_assets.evaluation.ensemble import (
 )
 from formula_assets.evaluation.hubness import Space
 from formula_assets.evaluation.inputs import EvaluationInputs
+from formula_assets.evaluation.lineup import FoldData, Lineup, Scored, SplitVectors
 from formula_assets.evaluation.ranking import (
     CosineScorer,
     GoldRanks,
@@ -48,6 +48,16 @@ SCORE_SCHEMA = pa.schema(
     ]
 )
 
+# `ensemble_choices`: per fold, each member's weight and the hubness k chosen with them.
+ENSEMBLE_SCHEMA = pa.schema(
+    [
+        ("fold", pa.int8()),
+        ("method", pa.string()),
+        ("weight", pa.float64()),
+        ("hubness_k", pa.int32()),
+    ]
+)
+
 # The paper's Table 2: (R@1, R@5, R@10, MRR) means and standard deviations over 5 folds.
 _S2M, _M2S = "syntactic_to_semantic", "semantic_to_syntactic"
 PAPER_TABLE_2: dict[tuple[str, str], tuple[tuple[float, ...], tuple[float, ...]]] = {
@@ -62,12 +72,6 @@ PAPER_TABLE_2: dict[tuple[str, str], tuple[tuple[float, ...], tuple[float, ...]]
 }
 
 
-class SplitVectors(Protocol):
-    """A trained model's vectors of one split's formulae in the shared space."""
-
-    def split_vectors(self, split: str) -> tuple[list[str], np.ndarray, np.ndarray]: ...
-
-
 @dataclass
 class Evaluation:
     scores: pa.Table
@@ -75,37 +79,6 @@ class Evaluation:
     reciprocal_ranks: dict[tuple[int, str, str], np.ndarray] = field(default_factory=dict)
     ensemble_weights: dict[int, dict[str, float]] = field(default_factory=dict)
     ensemble_hubness_k: dict[int, int] = field(default_factory=dict)
-
-
-def member_spaces(
-    models: Mapping[str, SplitVectors],
-    opt_vectors: Mapping[str, np.ndarray],
-    semantic_vectors: Mapping[str, np.ndarray],
-    split: str,
-    qids: list[str],
-) -> dict[str, Space]:
-    """method → (structural, semantic) vectors of the split's formulae, for the trained models
-    and `sbert_no_cl` (the frozen sentence vectors)."""
-    out: dict[str, Space] = {}
-    for method, model in models.items():
-        model_qids, structural, semantic = model.split_vectors(split)
-        if model_qids != qids:
-            raise ValueError(f"{method} used another {split} split than the other methods")
-        out[method] = (structural, semantic)
-    out["sbert_no_cl"] = (
-        np.stack([opt_vectors[q] for q in qids]),
-        np.stack([semantic_vectors[q] for q in qids]),
-    )
-    return out
-
-
-def cosine_scorers(spaces: Mapping[str, Space]) -> dict[tuple[str, str], Scorer]:
-    """(method, direction) → cosine scorer over a split's formulae (candidates: the same)."""
-    out: dict[tuple[str, str], Scorer] = {}
-    for method, (structural, semantic) in spaces.items():
-        forward = CosineScorer(structural, semantic)
-        out[(method, DIRECTIONS[0])], out[(method, DIRECTIONS[1])] = forward, forward.reverse()
-    return out
 
 
 # The ensemble's weights and hubness k are chosen on formulae its members were neither
@@ -122,56 +95,104 @@ class FoldEnsemble:
     reference: dict[str, Space]  # the members' spaces of the reference split
 
 
-def fold_ensemble(
-    models: Mapping[str, SplitVectors],
-    opt_vectors: Mapping[str, np.ndarray],
-    semantic_vectors: Mapping[str, np.ndarray],
-) -> FoldEnsemble:
+def member_spaces(
+    data: FoldData, members: Sequence[Scored], split: str, qids: list[str]
+) -> dict[str, Space]:
+    """member → (structural, semantic) vectors of the split's formulae."""
+    spaces: dict[str, Space] = {}
+    for member in members:
+        space = member.space(data, split, qids)
+        if space is None:
+            raise ValueError(f"{member.name} has no vectors: it cannot be an ensemble member")
+        spaces[member.name] = space
+    return spaces
+
+
+def fold_ensemble(data: FoldData, members: Sequence[Scored]) -> FoldEnsemble:
     """The ensemble of one fold, chosen on that fold's selection split only."""
-    qids = _agreed_qids(models, WEIGHT_SPLIT)
+    qids = _agreed_qids(data.models, WEIGHT_SPLIT)
     if len(qids) < 2:
         raise ValueError(
             f"the models have {len(qids)} {WEIGHT_SPLIT} formulae: the ensemble's weights need "
             "a selection split (profile selection_fraction > 0); retrain the fold models"
         )
-    selection = member_spaces(models, opt_vectors, semantic_vectors, WEIGHT_SPLIT, qids)
-    reference_qids = _agreed_qids(models, REFERENCE_SPLIT)
+    selection = member_spaces(data, members, WEIGHT_SPLIT, qids)
     reference = member_spaces(
-        models, opt_vectors, semantic_vectors, REFERENCE_SPLIT, reference_qids
+        data, members, REFERENCE_SPLIT, _agreed_qids(data.models, REFERENCE_SPLIT)
     )
     return FoldEnsemble(choose_ensemble(selection, reference), reference)
 
 
 def evaluate(
-    inputs: EvaluationInputs, models: Mapping[tuple[int, str], SplitVectors]
+    inputs: EvaluationInputs, models: Mapping[tuple[int, str], SplitVectors], lineup: Lineup
 ) -> Evaluation:
+    """Every method of the lineup and the ensemble of its members on each fold's test
+    formulae, in both directions."""
     rows: dict[str, list] = {name: [] for name in SCORE_SCHEMA.names}
     result = Evaluation(scores=pa.table({}))
     for fold in sorted({fold for fold, _ in models}):
-        fold_models = {method: models[(fold, method)] for method in TRAINED}
-        test_qids = _agreed_qids(fold_models, "test")
-        ensemble = fold_ensemble(fold_models, inputs.opt_vectors, inputs.semantic_vectors)
+        data = FoldData(
+            {method: models[(fold, method)] for method in lineup.trained},
+            inputs.opt_vectors,
+            inputs.semantic_vectors,
+            inputs.opt_text,
+            inputs.semantic_text,
+        )
+        test_qids = _agreed_qids(data.models, "test")
+        ensemble = fold_ensemble(data, lineup.members)
         result.ensemble_weights[fold] = ensemble.choice.weights
         result.ensemble_hubness_k[fold] = ensemble.choice.hubness_k
-        spaces = member_spaces(
-            fold_models, inputs.opt_vectors, inputs.semantic_vectors, "test", test_qids
-        )
-        test = cosine_scorers(spaces)
-        opt_docs = [inputs.opt_text[q] for q in test_qids]
-        sem_docs = [inputs.semantic_text[q] for q in test_qids]
-        test[("bm25", DIRECTIONS[0])] = bm25_scorer(opt_docs, sem_docs)
-        test[("bm25", DIRECTIONS[1])] = bm25_scorer(sem_docs, opt_docs)
-        hubs = member_hubness(spaces, ensemble.reference, ensemble.choice.hubness_k)
+        spaces: dict[str, Space] = {}
+        test: dict[tuple[str, str], Scorer] = {}
+        for method in lineup.methods:
+            space = method.space(data, "test", test_qids)
+            if space is None:
+                forward, backward = method.scorers(data, "test", test_qids)
+            else:
+                spaces[method.name] = space
+                forward = CosineScorer(*space)
+                backward = forward.reverse()
+            test[(method.name, DIRECTIONS[0])], test[(method.name, DIRECTIONS[1])] = (
+                forward,
+                backward,
+            )
+        members = {m.name: spaces[m.name] for m in lineup.members}
+        hubs = member_hubness(members, ensemble.reference, ensemble.choice.hubness_k)
         test[(ENSEMBLE, DIRECTIONS[0])], test[(ENSEMBLE, DIRECTIONS[1])] = ensemble_scorers(
-            ensemble.choice, spaces, hubs
+            ensemble.choice, members, hubs
         )
-        for method in ALL_METHODS:
+        for method_name in lineup.names:
             for direction in DIRECTIONS:
-                gold = gold_ranks(test[(method, direction)])
-                _add_row(rows, fold, method, direction, gold, len(test_qids))
-                result.reciprocal_ranks[(fold, method, direction)] = gold.reciprocal_rank()
+                gold = gold_ranks(test[(method_name, direction)])
+                _add_row(rows, fold, method_name, direction, gold, len(test_qids))
+                result.reciprocal_ranks[(fold, method_name, direction)] = gold.reciprocal_rank()
     result.scores = pa.Table.from_pydict(rows, schema=SCORE_SCHEMA)
     return result
+
+
+def ensemble_table(evaluation: Evaluation) -> pa.Table:
+    """The ensemble's choices as a table: one row per fold × member, members in order."""
+    rows = [
+        {
+            "fold": fold,
+            "method": method,
+            "weight": weight,
+            "hubness_k": evaluation.ensemble_hubness_k[fold],
+        }
+        for fold, weights in sorted(evaluation.ensemble_weights.items())
+        for method, weight in weights.items()
+    ]
+    return pa.Table.from_pylist(rows, ENSEMBLE_SCHEMA)
+
+
+def ensemble_choices(table: pa.Table) -> tuple[dict[int, dict[str, float]], dict[int, int]]:
+    """(fold → member → weight, fold → hubness k) of an `ensemble_table`."""
+    weights: dict[int, dict[str, float]] = {}
+    hubness_k: dict[int, int] = {}
+    for row in table.to_pylist():
+        weights.setdefault(row["fold"], {})[row["method"]] = row["weight"]
+        hubness_k[row["fold"]] = row["hubness_k"]
+    return weights, hubness_k
 
 
 def _agreed_qids(models: Mapping[str, SplitVectors], split: str) -> list[str]:
@@ -202,11 +223,13 @@ METRICS = ("recall_at_1", "recall_at_5", "recall_at_10", "mrr")
 
 
 def table_2(scores: pa.Table) -> list[dict[str, object]]:
-    """Mean and std over folds per method and direction, with the paper's values beside."""
+    """Mean and std over folds per method and direction, with the paper's values beside;
+    methods in the scores' row order."""
     out = []
     records = scores.to_pylist()
+    methods = list(dict.fromkeys(r["method"] for r in records))
     for direction in DIRECTIONS:
-        for method in ALL_METHODS:
+        for method in methods:
             chosen = [r for r in records if r["method"] == method and r["direction"] == direction]
             if not chosen:
                 continue

@@ -7,7 +7,7 @@ import json
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
@@ -26,6 +26,9 @@ from formula_assets.reporting.tables import (
     table_2_rows,
 )
 
+if TYPE_CHECKING:
+    from formula_assets.training.artifacts import ModelDescription
+
 TITLE = "formula_assets report"
 # Figures of Table 1 written by `correspondence_metrics`: file name → caption.
 CORRESPONDENCE_FIGURES = {
@@ -40,11 +43,9 @@ RECALL_BARS = "recall_by_method.png"
 
 @dataclass
 class TrainedSummary:
-    """What the report needs of one fold model: its config and its training history."""
+    """What the report needs of one fold model: its description and its training history."""
 
-    method: str
-    fold: int
-    config: Mapping[str, Any]
+    description: ModelDescription
     history: Sequence[Mapping[str, float]]
 
 
@@ -57,8 +58,8 @@ class ReportInputs:
     metrics: pa.Table
     scores: pa.Table
     models: Sequence[TrainedSummary]
-    # from the materializations: sentence-transformer and aggregation, ensemble weights,
-    # significance tests, and (input, code version, data version) per input
+    # from the input tables: sentence-transformer and aggregation, ensemble weights,
+    # significance tests; from the instance: (input, code version, data version) per input
     embedding: Mapping[str, Any] = field(default_factory=dict)
     ensemble_weights: Mapping[str, Any] = field(default_factory=dict)
     ensemble_hubness_k: Mapping[str, Any] = field(default_factory=dict)
@@ -77,16 +78,19 @@ class Report:
 def training_curves(models: Sequence[TrainedSummary]) -> bytes:
     """Validation MRR per epoch of every model (of each run, for a model of several)."""
     series: dict[str, list[float]] = {}
-    for m in sorted(models, key=lambda m: (m.method, m.fold)):
+    for m in sorted(models, key=lambda m: (m.description.method, m.description.fold)):
+        described = m.description
         runs = sorted({int(h.get("run", 0)) for h in m.history})
         for run in runs:
-            label = f"{m.method} fold {m.fold}" + (f" run {run + 1}" if len(runs) > 1 else "")
+            label = f"{described.method} fold {described.fold}" + (
+                f" run {run + 1}" if len(runs) > 1 else ""
+            )
             series[label] = [h["validation_mrr"] for h in m.history if int(h.get("run", 0)) == run]
     return figures.line_figure(series, "epoch", "validation MRR", "validation MRR per epoch")
 
 
 def build_report(inputs: ReportInputs) -> Report:
-    configs = sorted((m.config for m in inputs.models), key=lambda c: (c["method"], c["fold"]))
+    configs = sorted((m.description for m in inputs.models), key=lambda d: (d.method, d.fold))
     fold_sizes = Counter(inputs.folds["fold"].to_pylist())
     sources = Counter(inputs.formulae["source"].to_pylist())
     blocks: list[Block] = [
@@ -117,11 +121,11 @@ def build_report(inputs: ReportInputs) -> Report:
                 ["sentence-transformer", inputs.embedding.get("model", "—")],
                 ["model identity (hash of its files)", inputs.embedding.get("model_identity", "—")],
                 ["semantic aggregation", inputs.embedding.get("aggregation", "—")],
-                ["training profile(s)", ", ".join(sorted({c["profile"] for c in configs}))],
-                ["devices", ", ".join(sorted({c["device"] for c in configs}))],
+                ["training profile(s)", ", ".join(sorted({c.profile for c in configs}))],
+                ["devices", ", ".join(sorted({c.device for c in configs}))],
                 [
                     "seeds (method fold: seed)",
-                    ", ".join(f"{c['method']} {c['fold']}: {c['seed']}" for c in configs),
+                    ", ".join(f"{c.method} {c.fold}: {c.seed}" for c in configs),
                 ],
                 [
                     "ensemble weights per fold (chosen on the selection split)",

@@ -14,24 +14,23 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 import pyarrow as pa
 
-from formula_assets.core.arrow import vectors
 from formula_assets.core.lake import ROW_GROUP_ROWS_KEY
-from formula_assets.core.protocol import DIRECTIONS, ENSEMBLE, TRAINED
+from formula_assets.core.protocol import DIRECTIONS, ENSEMBLE
 from formula_assets.evaluation.ensemble import EnsembleChoice, ensemble_scorers, member_hubness
-from formula_assets.evaluation.hubness import SpaceHubness
+from formula_assets.evaluation.hubness import Space, SpaceHubness
+from formula_assets.evaluation.lineup import FoldData, SplitVectors
 from formula_assets.evaluation.ranking import CosineScorer, Scorer, gold_ranks
-from formula_assets.evaluation.table2 import SplitVectors, fold_ensemble
-from formula_assets.search.layout import (
-    HELD_OUT,
-    INDEX_SCHEMA,
-    METADATA_KEY,
-    SEARCH_METHODS,
-)
+from formula_assets.evaluation.table2 import fold_ensemble
+from formula_assets.methods import registry
+from formula_assets.search.layout import HELD_OUT, INDEX_SCHEMA, METADATA_KEY
+
+if TYPE_CHECKING:
+    from formula_assets.training.artifacts import ModelDescription
 
 
 class IndexedModel(SplitVectors, Protocol):
@@ -39,7 +38,7 @@ class IndexedModel(SplitVectors, Protocol):
 
     fold: int
     method: str
-    config: dict
+    description: ModelDescription
     embeddings: pa.Table | None
 
 
@@ -82,8 +81,10 @@ def build_search_index(
     embedding_model_identity: str | None = None,
 ) -> tuple[pa.Table, IndexSummary]:
     """The index rows of every fold, and what the searcher and the metadata need to know."""
+    trained = registry.trained()
+    members = registry.ensemble_members()
     folds = sorted({fold for fold, _ in models})
-    missing = [(f, m) for f in folds for m in TRAINED if (f, m) not in models]
+    missing = [(f, m) for f in folds for m in trained if (f, m) not in models]
     if missing:
         raise ValueError(f"the search index needs every trained model; missing {missing}")
     parts: list[pa.Table] = []
@@ -93,17 +94,20 @@ def build_search_index(
     per_fold: dict[int, dict[str, dict[str, dict[str, float]]]] = {}
     items = 0
     for fold in folds:
-        members = {m: models[(fold, m)] for m in TRAINED}
-        ensemble = fold_ensemble(members, opt_vectors, semantic_vectors)
+        fold_models = {m: models[(fold, m)] for m in trained}
+        data = FoldData(fold_models, opt_vectors, semantic_vectors)
+        ensemble = fold_ensemble(data, members)
         weights[fold], hubness_k[fold] = ensemble.choice.weights, ensemble.choice.hubness_k
-        validation[fold] = {
-            m: float(members[m].config.get("best_validation_mrr", 0.0)) for m in TRAINED
-        }
-        qids, splits, spaces = _fold_vectors(members, opt_vectors, semantic_vectors)
+        validation[fold] = {m: fold_models[m].description.best_validation_mrr for m in trained}
+        qids, splits, spaces = _fold_vectors(fold_models, data)
         items = len(qids)
-        hubs = member_hubness(spaces, ensemble.reference, ensemble.choice.hubness_k)
+        hubs = member_hubness(
+            {m.name: spaces[m.name] for m in members},
+            ensemble.reference,
+            ensemble.choice.hubness_k,
+        )
         for method, (structural, semantic) in spaces.items():
-            parts.append(_rows(fold, method, qids, splits, structural, semantic, hubs[method]))
+            parts.append(_rows(fold, method, qids, splits, structural, semantic, hubs.get(method)))
         per_fold[fold] = held_out_quality(
             spaces, hubs, ensemble.choice, np.asarray(splits) == HELD_OUT
         )
@@ -126,14 +130,12 @@ def build_search_index(
 
 
 def _fold_vectors(
-    members: Mapping[str, IndexedModel],
-    opt_vectors: Mapping[str, np.ndarray],
-    semantic_vectors: Mapping[str, np.ndarray],
-) -> tuple[list[str], list[str], dict[str, tuple[np.ndarray, np.ndarray]]]:
-    """One qid order for every method of the fold (the trained models' own)."""
-    spaces: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    models: Mapping[str, IndexedModel], data: FoldData
+) -> tuple[list[str], list[str], dict[str, Space]]:
+    """Every indexed method's vectors of all the fold's formulae, in one qid order (the
+    trained models' own, which must agree)."""
     reference: tuple[list[str], list[str]] | None = None
-    for method, model in members.items():
+    for method, model in models.items():
         if model.embeddings is None:
             raise ValueError(f"{method} fold {model.fold}: no embeddings stored")
         table = model.embeddings
@@ -142,16 +144,13 @@ def _fold_vectors(
             reference = (qids, splits)
         elif (qids, splits) != reference:
             raise ValueError(f"{method} fold {model.fold}: other formulae or splits than its peers")
-        width = table.schema.field("structural").type.list_size
-        spaces[method] = (
-            vectors(table.column("structural"), width),
-            vectors(table.column("semantic"), width),
-        )
     qids, splits = reference or ([], [])
-    spaces["sbert_no_cl"] = (
-        np.stack([opt_vectors[q] for q in qids]).astype(np.float32),
-        np.stack([semantic_vectors[q] for q in qids]).astype(np.float32),
-    )
+    spaces: dict[str, Space] = {}
+    for name in registry.indexed():
+        space = registry.get(name).space(data, None, qids)
+        if space is None:
+            raise ValueError(f"{name} is indexed for search but has no vectors")
+        spaces[name] = space
     return qids, splits, spaces
 
 
@@ -176,7 +175,7 @@ def held_out_quality(
     )
     return {
         method: {d: gold_ranks(scorers[(method, d)], rows).summary() for d in DIRECTIONS}
-        for method in SEARCH_METHODS
+        for method in registry.search_methods()
     }
 
 
@@ -205,9 +204,12 @@ def _rows(
     splits: list[str],
     structural: np.ndarray,
     semantic: np.ndarray,
-    hub: SpaceHubness,
+    hub: SpaceHubness | None,
 ) -> pa.Table:
+    """One fold × method's rows; a method outside the ensemble has no hubness (zeros)."""
     n = len(qids)
+    if hub is None:
+        hub = SpaceHubness(np.zeros(n), np.zeros(n))
     return pa.table(
         {
             "fold": pa.array([fold] * n, pa.int8()),

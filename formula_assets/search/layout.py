@@ -14,10 +14,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from formula_assets.core.arrow import vectors
-from formula_assets.core.protocol import ENSEMBLE, TRAINED
+from formula_assets.methods import registry
 
-INDEXED = (*TRAINED, "sbert_no_cl")
-SEARCH_METHODS = (ENSEMBLE, *INDEXED)
 HELD_OUT = "test"
 STRUCTURAL, SEMANTIC = 0, 1  # the sides of a method's (structural, semantic) space
 METADATA_KEY = b"formula_assets.search_index"
@@ -75,7 +73,7 @@ def serving_vectors(table: pa.Table, fold: int) -> ServingVectors:
     hubness: dict[str, tuple[np.ndarray, np.ndarray]] = {}
     qids: list[str] | None = None
     splits: list[str] = []
-    for method in INDEXED:
+    for method in registry.indexed():
         part = rows.filter(pc.equal(rows.column("method"), method))
         if not part.num_rows:
             continue

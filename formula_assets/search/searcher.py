@@ -17,21 +17,21 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
 from upath import UPath
 
 from formula_assets.core import lake
-from formula_assets.core.protocol import ENSEMBLE, ENSEMBLE_MEMBERS
+from formula_assets.core.protocol import ENSEMBLE
 from formula_assets.evaluation.ensemble import ensemble_scorer
 from formula_assets.evaluation.hubness import HubnessScorer
 from formula_assets.evaluation.ranking import CosineScorer, Scorer
-from formula_assets.graphs.vocabulary import TokenVocabulary
+from formula_assets.methods import registry
+from formula_assets.methods.base import LoadedModel, TrainedMethod
 from formula_assets.search.layout import (
     HELD_OUT,
-    SEARCH_METHODS,
     SEMANTIC,
     STRUCTURAL,
     index_summary,
@@ -40,7 +40,8 @@ from formula_assets.search.layout import (
 from formula_assets.syntax.mathml import MathMLError, ParseOptions, parse_mathml
 from formula_assets.syntax.opt import build_opt_graphs, flatten
 
-METHODS = SEARCH_METHODS
+if TYPE_CHECKING:
+    from formula_assets.graphs.inputs import TokenTexts
 
 
 class SearchError(RuntimeError):
@@ -56,7 +57,7 @@ class Hit:
     description: str | None
     concepts: list[str] = field(default_factory=list)
     formula: str | None = None
-    # the item's split in the serving fold; None for the untrained sbert_no_cl
+    # the item's split in the serving fold; None for an untrained method (sbert_no_cl)
     split: str | None = None
 
     @property
@@ -122,8 +123,9 @@ class Searcher:
         self.options = options or ParseOptions()
         self.model_dir = model_dir
         self.offline = offline
-        if method is not None and method not in METHODS:
-            raise SearchError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
+        choices = registry.search_methods()
+        if method is not None and method not in choices:
+            raise SearchError(f"unknown method {method!r}; choose one of {', '.join(choices)}")
         summary = index_summary(_schema(root, "search_index"))
         self.method = method or self._best_method()
         folds = sorted(int(f) for f in summary.get("validation_mrr", {}))
@@ -131,7 +133,11 @@ class Searcher:
             raise SearchError(f"the search index has no fold {fold}; it has {folds}")
         try:
             chosen = fold if fold is not None else summary["serving_fold"]
-            members = list(ENSEMBLE_MEMBERS) if self.method == ENSEMBLE else [self.method]
+            members = (
+                [m.name for m in registry.ensemble_members()]
+                if self.method == ENSEMBLE
+                else [self.method]
+            )
             index = _read(root, "search_index", fold=[chosen], method=members)
             self.index = serving_vectors(index, chosen)
         except (KeyError, ValueError) as exc:
@@ -142,7 +148,7 @@ class Searcher:
         self._linearised: dict[str, str] | None = None
         self.model_name = self.index.summary.get("embedding_model")
         self.model_identity = self.index.summary.get("embedding_model_identity")
-        self._models: dict[str, dict[str, Any]] = {}
+        self._models: dict[str, LoadedModel] = {}
         self._embedder: Callable[[str], np.ndarray] | None = None
         self._sentences: dict[str, np.ndarray] = {}
 
@@ -175,25 +181,24 @@ class Searcher:
         means: dict[str, list[float]] = {}
         for row in lake.read_parquet(path).to_pylist():
             means.setdefault(row["method"], []).append(row["mrr"])
-        ranked = sorted((m for m in means if m in METHODS), key=lambda m: -np.mean(means[m]))
+        choices = registry.search_methods()
+        ranked = sorted((m for m in means if m in choices), key=lambda m: -np.mean(means[m]))
         return ranked[0] if ranked else ENSEMBLE
 
-    def model(self, method: str) -> dict[str, Any]:
-        """The serving fold's trained model of a method, loaded on first use (query side)."""
+    def model(self, method: str) -> LoadedModel | None:
+        """The serving fold's trained model of a method, loaded on first use (query side);
+        None for an untrained method."""
+        chosen = registry.get(method)
+        if not isinstance(chosen, TrainedMethod):
+            return None
         if method not in self._models:
-            from formula_assets.training.artifacts import load_model
-            from formula_assets.training.methods import build_model
+            from formula_assets.training.artifacts import model_directory
 
-            directory = self.root / "fold_models" / str(self.fold) / method
             try:
-                trained = load_model(directory)
+                self._models[method] = chosen.load(model_directory(self.root, self.fold, method))
             except FileNotFoundError:
                 message = f"no {method} model for fold {self.fold}; run `make run`"
                 raise SearchError(message) from None
-            module = build_model(trained.config)
-            module.load_state_dict(trained.state)
-            module.eval()
-            self._models[method] = {"trained": trained, "module": module}
         return self._models[method]
 
     # -- encoding --------------------------------------------------------------------------
@@ -241,36 +246,14 @@ class Searcher:
 
     def _structural_query(self, method: str, mathml: str) -> tuple[np.ndarray, np.ndarray]:
         """(query vector, candidate semantic vectors) for a formula query."""
-        import torch
+        query = _FormulaQuery(self, mathml)
+        vector = registry.get(method).formula_vector(query, self.model(method))
+        return vector, self.index.spaces[method][SEMANTIC]
 
-        candidates = self.index.spaces[method][SEMANTIC]
-        linearised = flatten(parse_mathml(mathml, self.options)).linearised
-        if method == "sbert_no_cl":
-            return self._sentence(linearised), candidates
-        model = self.model(method)
-        with torch.no_grad():
-            if method == "graph_text_cl":
-                from formula_assets.training.methods import GraphInputs
-
-                graphs = build_opt_graphs([("query", mathml)], self.options).graphs
-                config = model["trained"].config
-                vocabulary = TokenVocabulary.from_tokens(config["vocabulary"])
-                texts = self._token_texts(graphs) if config.get("token_text_dim") else None
-                context = (
-                    self._sentence(linearised)[None, :] if config.get("formula_text_dim") else None
-                )
-                inputs = GraphInputs(graphs, vocabulary, "cpu", texts, context)
-                batch = inputs.batch(np.array([0]))
-                query = model["module"].encode_structural(batch)[0].numpy()
-            else:
-                x = torch.from_numpy(self._sentence(linearised)[None, :])
-                query = model["module"].encode_structural(x)[0].numpy()
-        return query, candidates
-
-    def _token_texts(self, graphs: pa.Table):
+    def _token_texts(self, graphs: pa.Table) -> TokenTexts:
         """The query's token-text vectors: `opt_token_embeddings` rows, and for a token the
         corpus never had, its text embedded now (as the asset would have)."""
-        from formula_assets.training.methods import TokenTexts
+        from formula_assets.graphs.inputs import TokenTexts
 
         known_tokens = TokenTexts.from_table(_read(self.root, "opt_token_embeddings"))
         known = dict(zip(known_tokens.tokens, known_tokens.vectors, strict=True))
@@ -280,16 +263,8 @@ class Searcher:
 
     def _semantic_query(self, method: str, text: str) -> tuple[np.ndarray, np.ndarray]:
         """(query vector, candidate structural vectors) for a text query."""
-        candidates = self.index.spaces[method][STRUCTURAL]
-        vector = self._sentence(text)
-        if method == "sbert_no_cl":
-            return vector, candidates
-        import torch
-
-        with torch.no_grad():
-            module = self.model(method)["module"]
-            query = module.encode_semantic(torch.from_numpy(vector[None, :]))[0].numpy()
-        return query, candidates
+        vector = registry.get(method).text_vector(self._sentence(text), self.model(method))
+        return vector, self.index.spaces[method][STRUCTURAL]
 
     def _scores(self, encode, side: int) -> np.ndarray:
         """Cosine of the query against every candidate per member; the ensemble weighs the
@@ -325,7 +300,7 @@ class Searcher:
 
     def _hits(self, scores: np.ndarray, top: int) -> list[Hit]:
         qids = self.index.qids
-        trained = self.method != "sbert_no_cl"
+        trained = any(registry.get(m).trained for m in self.weights)
         order = np.argsort(-scores, kind="stable")[:top]
         hits = []
         for rank, index in enumerate(order, start=1):
@@ -344,3 +319,22 @@ class Searcher:
                 )
             )
         return hits
+
+
+class _FormulaQuery:
+    """A formula query as the methods read it (`methods.base.FormulaQuery`): its linearised
+    OPT's sentence vector, its graph and its tokens' vectors, each made once when asked."""
+
+    def __init__(self, searcher: Searcher, mathml: str) -> None:
+        self.searcher = searcher
+        self.mathml = mathml
+
+    def linearised_vector(self) -> np.ndarray:
+        linearised = flatten(parse_mathml(self.mathml, self.searcher.options)).linearised
+        return self.searcher._sentence(linearised)
+
+    def graphs(self) -> pa.Table:
+        return build_opt_graphs([("query", self.mathml)], self.searcher.options).graphs
+
+    def token_texts(self, graphs: pa.Table) -> TokenTexts:
+        return self.searcher._token_texts(graphs)

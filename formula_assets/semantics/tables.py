@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from formula_assets.core.arrow import embedding_table, vector_column
+from formula_assets.core.arrow import embedding_table, vector_column, with_aggregation
 from formula_assets.semantics.cache import EmbeddingCache, EmbedStats, embed_texts
 from formula_assets.semantics.models import Progress, TextEmbedder
 
@@ -41,7 +41,7 @@ def semantic_vectors(
         summed.astype(np.float32),
         num_texts=pa.array(counts.astype(np.int32)),
     )
-    return table, stats, skipped
+    return with_aggregation(table, aggregation), stats, skipped
 
 
 def opt_text_vectors(

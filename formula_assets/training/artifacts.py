@@ -1,5 +1,7 @@
 """Trained models on disk: safetensors weights, JSON config and history, Parquet embeddings.
 
+A model is described by a `ModelDescription` (typed, frozen): its `config.json`.
+
 Loading never unpickles: weights are safetensors, everything else is JSON or Parquet.
 
 A model directory is versioned: each save writes a new `v-<time>-<host~pid~random>` folder
@@ -19,7 +21,8 @@ from __future__ import annotations
 import contextlib
 import json
 import time
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field, fields, is_dataclass
 from typing import Any
 
 import numpy as np
@@ -32,7 +35,9 @@ from upath import UPath
 from formula_assets.core import lake
 from formula_assets.core.arrow import vector_column, vectors
 from formula_assets.core.hashing import bytes_hash, table_content_hash
+from formula_assets.core.profiles import MethodSettings
 
+MODELS = "fold_models"  # the asset whose partitions the store holds
 POINTER = "CURRENT"
 WEIGHTS = "weights.safetensors"
 CONFIG = "config.json"
@@ -46,23 +51,168 @@ class ModelLoadError(RuntimeError):
     """Every attempt to load lost its version to concurrent saves."""
 
 
+@dataclass(frozen=True)
+class SplitSizes:
+    """How many formulae of the fold each split holds."""
+
+    train: int
+    validation: int
+    selection: int
+    test: int
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """One independently seeded training of a model (a model averages `settings.runs`)."""
+
+    seed: int
+    best_epoch: int
+    best_validation_mrr: float
+    epochs_run: int
+    stopped_early: bool
+    train_seconds: float
+
+
+@dataclass(frozen=True)
+class ModelDescription:
+    """What one fold × method model is: how to rebuild its network, how it was trained and
+    what came of it. Stored as the model's `config.json` (`to_json` / `from_json`); files of
+    earlier versions, which lack later fields, load with those fields' defaults."""
+
+    method: str
+    fold: int
+    profile: str
+    settings: MethodSettings
+    seed: int
+    semantic_dim: int  # width of the semantic input (the sentence vectors)
+    structural_dim: int  # width of the sentence vector of the linearised OPT
+    split_sizes: SplitSizes
+    validation_fraction: float
+    selection_fraction: float = 0.0
+    # graph inputs (methods over OPT graphs): token ids (row = id), the widths of the
+    # token-text and formula-context vectors each node reads (0: none)
+    vocabulary: tuple[str, ...] = ()
+    token_text_dim: int = 0
+    formula_text_dim: int = 0
+    unseen_test_tokens: Mapping[str, float] | None = None
+    # the outcome of training (defaults: not trained yet)
+    runs: tuple[RunSummary, ...] = ()
+    best_epoch: int = 0  # the latest best epoch of any run
+    best_validation_mrr: float = 0.0  # of the model as a whole (its runs averaged)
+    validation: Mapping[str, float] = field(default_factory=dict)
+    epochs_run: int = 0  # every epoch of every run
+    stopped_early: bool = False
+    train_seconds: float = 0.0
+    device: str = ""
+    deterministic: bool | None = None  # None: not recorded (files before it was)
+    torch_threads: int = 0
+    torch_version: str = ""
+    python_version: str = ""
+    # entries this class does not name (another writer's), kept as they are
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        """The `config.json` object; entries that do not apply to the method are left out."""
+        out: dict[str, Any] = dict(self.extra)
+        for f in fields(self):
+            if f.name == "extra":
+                continue
+            value = getattr(self, f.name)
+            if f.name in _OPTIONAL and value == _OPTIONAL[f.name]:
+                continue
+            out[_JSON_NAMES.get(f.name, f.name)] = _jsonable(value)
+        return out
+
+    @classmethod
+    def from_json(cls, config: Mapping[str, Any]) -> ModelDescription:
+        names = {_JSON_NAMES.get(f.name, f.name): f.name for f in fields(cls) if f.name != "extra"}
+        missing = sorted(k for k in _REQUIRED if k not in config)
+        if missing:
+            raise ValueError(f"the model's config lacks {', '.join(missing)}")
+        values: dict[str, Any] = {names[k]: v for k, v in config.items() if k in names}
+        values["settings"] = _settings(config["settings"])
+        sizes = config["split_sizes"]
+        values["split_sizes"] = SplitSizes(
+            int(sizes["train"]),
+            int(sizes["validation"]),
+            int(sizes.get("selection", 0)),  # before the selection split existed
+            int(sizes["test"]),
+        )
+        values["runs"] = tuple(RunSummary(**run) for run in config.get("runs", ()))
+        values["vocabulary"] = tuple(config.get("vocabulary", ()))
+        values["fold"] = int(config["fold"])
+        values["extra"] = {k: v for k, v in config.items() if k not in names}
+        return cls(**values)
+
+
+_JSON_NAMES = {"torch_version": "torch", "python_version": "python"}
+_REQUIRED = (
+    "method",
+    "fold",
+    "profile",
+    "settings",
+    "seed",
+    "semantic_dim",
+    "structural_dim",
+    "split_sizes",
+    "validation_fraction",
+)
+# written only when set: a method without graph inputs has none of these
+_OPTIONAL: dict[str, Any] = {
+    "vocabulary": (),
+    "token_text_dim": 0,
+    "formula_text_dim": 0,
+    "unseen_test_tokens": None,
+    "deterministic": None,
+}
+
+
+def _settings(values: Mapping[str, Any]) -> MethodSettings:
+    """Settings as recorded; a setting added since takes its default, an unknown one is an
+    error (the recorded model was built with something this code cannot rebuild)."""
+    known = {f.name for f in fields(MethodSettings)}
+    unknown = sorted(set(values) - known)
+    if unknown:
+        raise ValueError(f"the model's settings name unknown entries {unknown}")
+    return MethodSettings(**values)
+
+
+def _jsonable(value: Any) -> Any:
+    if is_dataclass(value) and not isinstance(value, type):
+        return asdict(value)
+    if isinstance(value, tuple):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, Mapping):
+        return dict(value)
+    return value
+
+
 @dataclass
 class TrainedModel:
     """Everything one fold × method partition produces."""
 
-    method: str
-    fold: int
-    config: dict[str, Any]
+    description: ModelDescription
     state: dict[str, torch.Tensor]
     history: list[dict[str, float]] = field(default_factory=list)
     # qid, split (train/validation/test), structural and semantic vectors in the shared space
     embeddings: pa.Table | None = None
 
-    def split_vectors(self, split: str) -> tuple[list[str], np.ndarray, np.ndarray]:
-        """(qids, structural, semantic) of one split, rows L2-normalised."""
+    @property
+    def method(self) -> str:
+        return self.description.method
+
+    @property
+    def fold(self) -> int:
+        return self.description.fold
+
+    def split_vectors(self, split: str | None) -> tuple[list[str], np.ndarray, np.ndarray]:
+        """(qids, structural, semantic) of one split (None: of every formula), in the order
+        they were stored, rows L2-normalised."""
         if self.embeddings is None:
             raise ValueError(f"{self.method} fold {self.fold}: no embeddings stored")
-        table = self.embeddings.filter(pa.compute.equal(self.embeddings["split"], split))
+        table = self.embeddings
+        if split is not None:
+            table = table.filter(pa.compute.equal(table["split"], split))
         column = table.column("structural")
         width = column.type.list_size
         return (
@@ -70,6 +220,13 @@ class TrainedModel:
             vectors(column, width),
             vectors(table.column("semantic"), width),
         )
+
+
+def model_directory(root: UPath, fold: int, method: str) -> UPath:
+    """Where the model store keeps one fold × method model under a data lake root: the
+    layout the `fold_models` IO manager writes (asset key, then the partition's dimensions
+    in name order: fold, method)."""
+    return root / MODELS / str(fold) / method
 
 
 def embeddings_table(
@@ -123,7 +280,7 @@ def save_model(model: TrainedModel, directory: UPath) -> UPath:
     lake.write_bytes_atomic(_json(model.history), target / HISTORY)
     if model.embeddings is not None:
         lake.write_parquet_atomic(model.embeddings, target / EMBEDDINGS)
-    config = {**model.config, "method": model.method, "fold": model.fold}
+    config = model.description.to_json()
     lake.write_bytes_atomic(_json(config), target / CONFIG)  # last: marks the version complete
     lake.write_bytes_atomic(version.encode(), directory / POINTER)
     _prune(directory, keep=version)
@@ -209,9 +366,7 @@ def _read_version(version: UPath) -> TrainedModel:
         _read_or_removed(version, CONFIG)  # still there: a model saved without embeddings
         embeddings = None
     return TrainedModel(
-        method=config["method"],
-        fold=int(config["fold"]),
-        config=config,
+        description=ModelDescription.from_json(config),
         state=state,
         history=history,
         embeddings=embeddings,

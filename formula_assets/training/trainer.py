@@ -9,29 +9,15 @@ import copy
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
 
 import numpy as np
 import torch
 
 from formula_assets.evaluation.ranking import DotScorer, gold_ranks, normalise_rows
+from formula_assets.training.inputs import Inputs
 from formula_assets.training.losses import alignment_loss
 
 Log = Callable[[str], None]
-
-
-class Inputs(Protocol):
-    """Model inputs for a set of formulae, by row index."""
-
-    def batch(self, rows: np.ndarray) -> Any: ...
-
-
-@dataclass
-class MatrixInputs:
-    matrix: torch.Tensor
-
-    def batch(self, rows: np.ndarray) -> torch.Tensor:
-        return self.matrix[torch.from_numpy(np.asarray(rows, dtype=np.int64))]
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,6 @@
 """`cv_folds`, `fold_models` and `retrieval_scores` in Dagster, and the checks guarding them."""
 
+import dataclasses
 import uuid
 
 import dagster as dg
@@ -8,7 +9,7 @@ import pyarrow.compute as pc
 from upath import UPath
 
 from formula_assets.core.arrow import with_model
-from formula_assets.core.protocol import ALL_METHODS, DIRECTIONS
+from formula_assets.core.protocol import DIRECTIONS
 from formula_assets.defs.evaluation.retrieval_scores import (
     retrieval_scores_beat_chance,
     retrieval_scores_complete,
@@ -17,7 +18,8 @@ from formula_assets.defs.evaluation.retrieval_scores import (
 from formula_assets.defs.io_managers import DataLakeIOManager, ModelIOManager
 from formula_assets.defs.training.cv_folds import cv_folds, cv_folds_cover_every_formula
 from formula_assets.defs.training.fold_models import fold_models
-from formula_assets.training.artifacts import TrainedModel, load_model
+from formula_assets.methods import registry
+from formula_assets.training.artifacts import TrainedModel, load_model, model_directory
 
 
 def constant_asset(name: str, table: pa.Table) -> dg.AssetsDefinition:
@@ -60,11 +62,15 @@ def test_fold_model_partition_in_dagster(small_corpus) -> None:
         run_config=dg.RunConfig({"fold_models": {"config": {"profile": "smoke"}}}),
     )
     assert result.success
-    stored = load_model(UPath(base) / "fold_models" / "2" / "sbert_dual_cl")
+    # the search finds the model where the IO manager put it
+    stored = load_model(model_directory(UPath(base), 2, "sbert_dual_cl"))
     assert isinstance(stored, TrainedModel)
-    assert (stored.fold, stored.method, stored.config["profile"]) == (2, "sbert_dual_cl", "smoke")
+    described = stored.description
+    assert (stored.fold, stored.method, described.profile) == (2, "sbert_dual_cl", "smoke")
     meta = result.asset_materializations_for_node("fold_models")[0].metadata
-    assert meta["best_epoch"].value == stored.config["best_epoch"]
+    assert meta["best_epoch"].value == described.best_epoch
+    assert meta["split_sizes"].value == dataclasses.asdict(described.split_sizes)
+    assert meta["runs"].value == [dataclasses.asdict(r) for r in described.runs]
     assert meta["training_curve"].value.startswith("![training curve](data:image/png;base64,")
 
 
@@ -100,7 +106,7 @@ def test_a_profile_that_disagrees_with_the_embeddings_is_refused(small_corpus, m
     message = failure.step_failure_data.error.message
     assert "'paper' profile trains on sentence-transformers/all-mpnet-base-v2 vectors" in message
     assert "FORMULA_ASSETS_PROFILE=paper" in message
-    assert not (UPath(base) / "fold_models" / "2" / "sbert_dual_cl").exists()
+    assert not model_directory(UPath(base), 2, "sbert_dual_cl").exists()
 
 
 def test_cv_folds_check(small_corpus) -> None:
@@ -127,7 +133,7 @@ def scores(**override) -> pa.Table:
             "candidates": 350,
         }
         for f in range(1, 6)
-        for m in ALL_METHODS
+        for m in registry.lineup().names
         for d in DIRECTIONS
     ]
     rows[0].update(override)

@@ -7,7 +7,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from formula_assets.core.protocol import ENSEMBLE_MEMBERS
 from formula_assets.evaluation.ensemble import (
     EnsembleChoice,
     choose_ensemble,
@@ -23,6 +22,9 @@ from formula_assets.evaluation.hubness import (
     space_hubness,
 )
 from formula_assets.evaluation.ranking import CosineScorer, gold_ranks
+from formula_assets.methods import registry
+
+MEMBERS = tuple(m.name for m in registry.ensemble_members())
 
 
 def unit(x: np.ndarray) -> np.ndarray:
@@ -76,7 +78,7 @@ def _members(rng: np.random.Generator, n: int, noise: float) -> dict:
     shared = rng.normal(size=(n, 8))
     return {
         m: (shared + noise * rng.normal(size=(n, 8)), shared + noise * rng.normal(size=(n, 8)))
-        for m in ENSEMBLE_MEMBERS
+        for m in MEMBERS
     }
 
 
@@ -85,7 +87,7 @@ def test_each_test_query_is_ranked_on_its_own() -> None:
     changing the other queries leaves a query's scores as they were."""
     rng = np.random.default_rng(2)
     spaces, reference = _members(rng, 20, 1.0), _members(rng, 50, 1.0)
-    choice = EnsembleChoice(dict(zip(ENSEMBLE_MEMBERS, (0.5, 0.3, 0.2), strict=True)), 5)
+    choice = EnsembleChoice(dict(zip(MEMBERS, (0.5, 0.3, 0.2), strict=True)), 5)
     forward, backward = ensemble_scorers(choice, spaces, member_hubness(spaces, reference, 5))
     other = {m: (s.copy(), t.copy()) for m, (s, t) in spaces.items()}
     for structural, semantic in other.values():
@@ -126,11 +128,9 @@ def test_the_declared_grid_and_its_ties() -> None:
     training formulae still fits."""
     assert HUBNESS_KS == (0, 5, 10)
     eye = np.eye(12)
-    perfect = {m: (eye.copy(), eye.copy()) for m in ENSEMBLE_MEMBERS}  # MRR 1 for every k
+    perfect = {m: (eye.copy(), eye.copy()) for m in MEMBERS}  # MRR 1 for every k
     rng = np.random.default_rng(4)
-    reference = {
-        m: (rng.normal(size=(10, 12)), rng.normal(size=(10, 12))) for m in ENSEMBLE_MEMBERS
-    }
+    reference = {m: (rng.normal(size=(10, 12)), rng.normal(size=(10, 12))) for m in MEMBERS}
     assert choose_ensemble(perfect, reference).hubness_k == 0
     assert choose_ensemble(perfect, reference, ks=(5, 10, 0)).hubness_k == 5
     five = {m: (s[:5], t[:5]) for m, (s, t) in reference.items()}

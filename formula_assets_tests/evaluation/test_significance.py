@@ -4,15 +4,21 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from formula_assets.core.protocol import ALL_METHODS, BASELINES, DIRECTIONS, ENSEMBLE, TRAINED
+from formula_assets.core.protocol import DIRECTIONS, ENSEMBLE
+from formula_assets.evaluation.lineup import Lineup
 from formula_assets.evaluation.significance import (
     Comparison,
     best_method,
     comparison_pairs,
+    comparisons,
     holm,
     significance,
+    significance_table,
 )
 from formula_assets.evaluation.table2 import Evaluation
+from formula_assets.methods import registry
+
+LINEUP = registry.lineup()
 
 
 def test_holm_by_hand() -> None:
@@ -23,10 +29,11 @@ def test_holm_by_hand() -> None:
 
 
 def test_the_family_when_the_ensemble_is_best() -> None:
-    pairs = comparison_pairs(ENSEMBLE)
+    pairs = comparison_pairs(ENSEMBLE, LINEUP)
     assert len(pairs) == len(set(pairs))
-    for method in (*TRAINED, ENSEMBLE):
-        for baseline in BASELINES:
+    assert LINEUP.baselines == ("bm25", "sbert_no_cl")
+    for method in ("graph_text_cl", "sbert_dual_cl", ENSEMBLE):
+        for baseline in LINEUP.baselines:
             assert (method, baseline) in pairs
     assert {(ENSEMBLE, "graph_text_cl"), (ENSEMBLE, "sbert_dual_cl")} <= set(pairs)
     assert ("graph_text_cl", "sbert_dual_cl") in pairs
@@ -34,15 +41,38 @@ def test_the_family_when_the_ensemble_is_best() -> None:
 
 
 def test_the_family_when_a_single_method_is_best() -> None:
-    pairs = comparison_pairs("sbert_dual_cl")
-    assert {("sbert_dual_cl", m) for m in ALL_METHODS if m != "sbert_dual_cl"} <= set(pairs)
+    pairs = comparison_pairs("sbert_dual_cl", LINEUP)
+    assert {("sbert_dual_cl", m) for m in LINEUP.names if m != "sbert_dual_cl"} <= set(pairs)
+
+
+class Named:
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+
+def test_another_trained_method_is_compared_with_the_trained_ones_before_it() -> None:
+    """The family follows the lineup: a third trained method meets both baselines and each
+    trained method before it."""
+    lineup = Lineup(
+        methods=(*LINEUP.methods, Named("toy")),
+        trained=(*LINEUP.trained, "toy"),
+        members=LINEUP.members,
+    )
+    pairs = comparison_pairs(ENSEMBLE, lineup)
+    added = set(pairs) - set(comparison_pairs(ENSEMBLE, LINEUP))
+    assert added == {
+        ("toy", "bm25"),
+        ("toy", "sbert_no_cl"),
+        ("graph_text_cl", "toy"),
+        ("sbert_dual_cl", "toy"),
+    }
 
 
 def evaluation_with(means: dict[str, float], n: int = 40, folds: int = 5) -> Evaluation:
     rng = np.random.default_rng(0)
     ranks = {}
     for fold in range(1, folds + 1):
-        for method in ALL_METHODS:
+        for method in LINEUP.names:
             for direction in DIRECTIONS:
                 noise = rng.uniform(-0.05, 0.05, size=n)
                 ranks[(fold, method, direction)] = np.clip(means[method] + noise, 0, 1)
@@ -53,24 +83,24 @@ MEANS = {"bm25": 0.05, "sbert_no_cl": 0.2, "graph_text_cl": 0.4, "sbert_dual_cl"
 
 
 def test_best_method_is_the_highest_mean_reciprocal_rank() -> None:
-    assert best_method(evaluation_with({**MEANS, ENSEMBLE: 0.6})) == ENSEMBLE
-    assert best_method(evaluation_with({**MEANS, ENSEMBLE: 0.45})) == "sbert_dual_cl"
+    assert best_method(evaluation_with({**MEANS, ENSEMBLE: 0.6}), LINEUP) == ENSEMBLE
+    assert best_method(evaluation_with({**MEANS, ENSEMBLE: 0.45}), LINEUP) == "sbert_dual_cl"
 
 
 def test_significance_of_clear_and_absent_differences() -> None:
     evaluation = evaluation_with({**MEANS, ENSEMBLE: 0.6})
-    comparisons = significance(evaluation)
-    assert len(comparisons) == 2 * len(comparison_pairs(ENSEMBLE))
-    by_pair = {(c.method, c.baseline, c.direction): c for c in comparisons}
+    tests = significance(evaluation, LINEUP)
+    assert len(tests) == 2 * len(comparison_pairs(ENSEMBLE, LINEUP))
+    by_pair = {(c.method, c.baseline, c.direction): c for c in tests}
     clear = by_pair[(ENSEMBLE, "graph_text_cl", DIRECTIONS[0])]
     assert clear.mean_rr_difference == pytest.approx(0.2, abs=0.01)
     assert clear.holm_p < 1e-10 and clear.fold_t_p < 1e-3
-    assert all(c.wilcoxon_p <= c.holm_p for c in comparisons)
+    assert all(c.wilcoxon_p <= c.holm_p for c in tests)
     same = evaluation_with({**MEANS, ENSEMBLE: 0.6})
     for key in list(same.reciprocal_ranks):
         if key[1] == "sbert_dual_cl":
             same.reciprocal_ranks[key] = same.reciprocal_ranks[(key[0], "graph_text_cl", key[2])]
-    tie = {(c.method, c.baseline): c for c in significance(same)}[
+    tie = {(c.method, c.baseline): c for c in significance(same, LINEUP)}[
         ("graph_text_cl", "sbert_dual_cl")
     ]
     assert tie.wilcoxon_p == 1.0 and tie.mean_rr_difference == 0.0
@@ -81,3 +111,25 @@ def test_comparisons_round_trip_through_json_metadata() -> None:
 
     c = Comparison("a", "b", DIRECTIONS[0], 0.1, 0.01, 0.02, 0.03)
     assert Comparison(**asdict(c)) == c
+
+
+def test_comparisons_round_trip_through_their_table() -> None:
+    """`significance_tests` holds every field, NaN (a t-test over one fold) included."""
+    tests = [
+        Comparison("a", "b", DIRECTIONS[0], 0.1, 0.01, float("nan"), 0.03),
+        Comparison("c", "d", DIRECTIONS[1], -0.2, 0.5, 0.25, 1.0),
+    ]
+    table = significance_table(tests)
+    assert table.column_names == [
+        "method",
+        "baseline",
+        "direction",
+        "mean_rr_difference",
+        "wilcoxon_p",
+        "fold_t_p",
+        "holm_p",
+    ]
+    back = comparisons(table)
+    assert back[1] == tests[1]
+    assert np.isnan(back[0].fold_t_p) and back[0].holm_p == 0.03
+    assert comparisons(significance_table([])) == []

@@ -6,16 +6,18 @@ import numpy as np
 import pytest
 
 from formula_assets.core.profiles import get_profile
-from formula_assets.core.protocol import ALL_METHODS, DIRECTIONS, ENSEMBLE_MEMBERS, FOLDS
-from formula_assets.core.protocol import TRAINED as METHODS
+from formula_assets.core.protocol import DIRECTIONS, FOLDS
 from formula_assets.evaluation.hubness import HUBNESS_KS
 from formula_assets.evaluation.inputs import evaluation_inputs
 from formula_assets.evaluation.significance import best_method, comparison_pairs, significance
-from formula_assets.evaluation.table2 import evaluate, table_2
+from formula_assets.evaluation.table2 import ensemble_choices, ensemble_table, evaluate, table_2
+from formula_assets.methods import registry
 from formula_assets.training.artifacts import embeddings_table
-from formula_assets.training.methods import alignment_data, train_fold
+from formula_assets.training.data import alignment_data
+from formula_assets.training.fold import train_fold
 
 PROFILE = dataclasses.replace(get_profile("smoke"), validation_fraction=0.2)
+LINEUP = registry.lineup()
 
 
 @pytest.fixture(scope="module")
@@ -33,20 +35,32 @@ def models(small_corpus):
         small_corpus.opt_text,
         small_corpus.tokens,
     )
-    return {(f, m): train_fold(m, f, data, PROFILE) for f in FOLDS for m in METHODS}
+    return {
+        (f, m): train_fold(registry.trained_method(m), f, data, PROFILE)
+        for f in FOLDS
+        for m in LINEUP.trained
+    }
 
 
 @pytest.fixture(scope="module")
 def evaluation(inputs, models):
-    return evaluate(inputs, models)
+    return evaluate(inputs, models, LINEUP)
 
 
 def test_every_fold_method_and_direction(evaluation, models) -> None:
     rows = evaluation.scores.to_pylist()
-    assert len(rows) == len(FOLDS) * len(ALL_METHODS) * len(DIRECTIONS)
+    assert len(rows) == len(FOLDS) * len(LINEUP.names) * len(DIRECTIONS)
+    # the paper's row order: the baselines, the trained methods, the ensemble
+    assert [r["method"] for r in rows[: 2 * len(LINEUP.names) : 2]] == [
+        "bm25",
+        "sbert_no_cl",
+        "graph_text_cl",
+        "sbert_dual_cl",
+        "score_ensemble",
+    ]
     for row in rows:
         assert 0 <= row["recall_at_1"] <= row["recall_at_5"] <= row["recall_at_10"] <= 1
-        test_size = models[(row["fold"], "sbert_dual_cl")].config["split_sizes"]["test"]
+        test_size = models[(row["fold"], "sbert_dual_cl")].description.split_sizes.test
         assert row["candidates"] == test_size
 
 
@@ -78,20 +92,31 @@ def test_ensemble_weights_never_see_the_test_fold(inputs, models, evaluation) ->
         scrambled[key] = dataclasses.replace(
             model, embeddings=embeddings_table(qids, splits, structural, semantic)
         )
-    again = evaluate(inputs, scrambled)
+    again = evaluate(inputs, scrambled, LINEUP)
     assert again.ensemble_weights == evaluation.ensemble_weights
     assert again.ensemble_hubness_k == evaluation.ensemble_hubness_k
     assert set(evaluation.ensemble_hubness_k) == set(FOLDS)
     assert set(evaluation.ensemble_hubness_k.values()) <= set(HUBNESS_KS)
     assert set(evaluation.ensemble_weights) == set(FOLDS)
     for weights in evaluation.ensemble_weights.values():
-        assert set(weights) == set(ENSEMBLE_MEMBERS)
+        assert list(weights) == ["graph_text_cl", "sbert_dual_cl", "sbert_no_cl"]
         assert sum(weights.values()) == pytest.approx(1.0)
 
 
+def test_the_ensembles_choices_round_trip_through_their_table(evaluation) -> None:
+    table = ensemble_table(evaluation)
+    assert table.column_names == ["fold", "method", "weight", "hubness_k"]
+    assert table.num_rows == len(FOLDS) * len(LINEUP.members)
+    weights, hubness_k = ensemble_choices(table)
+    assert weights == evaluation.ensemble_weights and hubness_k == evaluation.ensemble_hubness_k
+    assert [list(w) for w in weights.values()] == [
+        list(w) for w in evaluation.ensemble_weights.values()
+    ]
+
+
 def test_significance_covers_the_family_on_real_models(evaluation) -> None:
-    comparisons = significance(evaluation)
-    pairs = comparison_pairs(best_method(evaluation))
+    comparisons = significance(evaluation, LINEUP)
+    pairs = comparison_pairs(best_method(evaluation, LINEUP), LINEUP)
     assert [(c.method, c.baseline) for c in comparisons][::2] == pairs
     for c in comparisons:
         assert 0 <= c.wilcoxon_p <= c.holm_p <= 1

@@ -55,7 +55,7 @@ def assert_one_complete_model(directory: Path, versions: dict[float, int]) -> fl
     current = directory / (directory / artifacts.POINTER).read_text().strip()
     assert (current / artifacts.CONFIG).exists(), "the pointer names an incomplete version"
     loaded = load_model(UPath(directory))
-    value = float(loaded.config["value"])
+    value = float(loaded.description.extra["value"])
     assert value in versions
     assert loaded.state["w"].numel() == versions[value]
     assert torch.all(loaded.state["w"] == value)

@@ -20,6 +20,7 @@ from formula_assets.training.artifacts import (
     load_model,
     save_model,
 )
+from formula_assets_tests.training.descriptions import described
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -111,7 +112,7 @@ def test_the_unpickling_check_sees_calls_split_over_lines() -> None:
 
 def test_pickled_weights_are_refused_without_running_code(tmp_path: Path) -> None:
     directory = UPath(tmp_path) / "fold_models" / "1" / "sbert_dual_cl"
-    save_model(TrainedModel("sbert_dual_cl", 1, {}, {"w": torch.zeros(3)}), directory)
+    save_model(TrainedModel(described(), {"w": torch.zeros(3)}), directory)
     marker = tmp_path / "code-ran"
     (current_version(directory) / WEIGHTS).write_bytes(pickle.dumps(_Payload(marker)))
     with pytest.raises(Exception) as raised:

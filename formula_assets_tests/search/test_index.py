@@ -10,18 +10,22 @@ import pytest
 
 from formula_assets.core.arrow import embedding_matrix
 from formula_assets.core.profiles import get_profile
-from formula_assets.core.protocol import DIRECTIONS, ENSEMBLE, FOLDS, TRAINED
+from formula_assets.core.protocol import DIRECTIONS, ENSEMBLE, FOLDS
 from formula_assets.evaluation.ensemble import EnsembleChoice
 from formula_assets.evaluation.hubness import SpaceHubness
 from formula_assets.evaluation.inputs import evaluation_inputs
 from formula_assets.evaluation.table2 import evaluate
+from formula_assets.methods import registry
 from formula_assets.search.checks import index_complete
 from formula_assets.search.index import build_search_index, held_out_quality, serving_fold
-from formula_assets.search.layout import INDEXED, index_summary, serving_vectors
+from formula_assets.search.layout import index_summary, serving_vectors
 from formula_assets.training.artifacts import embeddings_table
-from formula_assets.training.methods import alignment_data, train_fold
+from formula_assets.training.data import alignment_data
+from formula_assets.training.fold import train_fold
 
 PROFILE = dataclasses.replace(get_profile("smoke"), validation_fraction=0.2)
+TRAINED = registry.trained()
+INDEXED = registry.indexed()
 
 
 @pytest.fixture(scope="module")
@@ -36,7 +40,11 @@ def frozen(small_corpus):
 def models(small_corpus):
     c = small_corpus
     data = alignment_data(c.folds, c.graphs, c.semantic, c.opt_text, c.tokens)
-    return {(f, m): train_fold(m, f, data, PROFILE) for f in FOLDS for m in TRAINED}
+    return {
+        (f, m): train_fold(registry.trained_method(m), f, data, PROFILE)
+        for f in FOLDS
+        for m in TRAINED
+    }
 
 
 @pytest.fixture(scope="module")
@@ -76,9 +84,9 @@ def test_weights_equal_table_2s_and_serving_fold_follows_validation(
     _, summary = built
     c = small_corpus
     inputs = evaluation_inputs(c.folds, c.graphs, c.annotations, c.semantic, c.opt_text)
-    assert summary.ensemble_weights == evaluate(inputs, models).ensemble_weights
+    assert summary.ensemble_weights == evaluate(inputs, models, registry.lineup()).ensemble_weights
     best = max(
-        FOLDS, key=lambda f: sum(models[(f, m)].config["best_validation_mrr"] for m in TRAINED)
+        FOLDS, key=lambda f: sum(models[(f, m)].description.best_validation_mrr for m in TRAINED)
     )
     assert summary.serving_fold == best == serving_fold(summary.validation_mrr)
 

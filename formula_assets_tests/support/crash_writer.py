@@ -29,11 +29,12 @@ def model(value: float, size: int) -> Any:
     import torch
 
     from formula_assets.training.artifacts import TrainedModel
+    from formula_assets_tests.training.descriptions import described
 
     history = [{"epoch": 1.0, "value": value}]
     embeddings = pa.table({"qid": ["Q1"], "value": [value]})
     return TrainedModel(
-        "sbert_dual_cl", 1, {"value": value}, {"w": torch.full((size,), value)}, history, embeddings
+        described(value=value), {"w": torch.full((size,), value)}, history, embeddings
     )
 
 

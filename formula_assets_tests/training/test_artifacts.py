@@ -22,6 +22,7 @@ from upath import UPath
 
 from formula_assets.training import artifacts
 from formula_assets.training.artifacts import TrainedModel, load_model, save_model
+from formula_assets_tests.training.descriptions import described
 
 SAVES_PER_WRITER = 60
 SAVES_PER_WRITER_S3 = 12
@@ -35,17 +36,12 @@ def model(value: int) -> TrainedModel:
     history = [{"epoch": 1.0, "value": float(value)}]
     embeddings = pa.table({"qid": [f"Q{value}"] * 50, "value": [value] * 50})
     return TrainedModel(
-        "sbert_dual_cl",
-        1,
-        {"value": value},
-        {"w": torch.full((size,), float(value))},
-        history,
-        embeddings,
+        described(value=value), {"w": torch.full((size,), float(value))}, history, embeddings
     )
 
 
 def assert_self_consistent(loaded: TrainedModel) -> int:
-    value = int(loaded.config["value"])
+    value = int(loaded.description.extra["value"])
     assert loaded.state["w"].numel() == 20_000 + value % 7
     assert torch.all(loaded.state["w"] == float(value))
     assert loaded.history == [{"epoch": 1.0, "value": float(value)}]

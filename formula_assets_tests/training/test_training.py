@@ -11,19 +11,30 @@ import torch
 from upath import UPath
 
 from formula_assets.core.profiles import get_profile
-from formula_assets.core.protocol import TRAINED as METHODS
-from formula_assets.graphs.vocabulary import TokenVocabulary
-from formula_assets.training.artifacts import WEIGHTS, current_version, load_model, save_model
-from formula_assets.training.methods import (
-    GraphInputs,
-    alignment_data,
-    build_model,
-    build_run,
-    train_fold,
+from formula_assets.methods import registry
+from formula_assets.methods.graph_text_cl import graph_inputs
+from formula_assets.training.artifacts import (
+    WEIGHTS,
+    ModelDescription,
+    current_version,
+    load_model,
+    save_model,
 )
-from formula_assets.training.trainer import MatrixInputs, encode
+from formula_assets.training.data import alignment_data
+from formula_assets.training.fold import train_fold as train_method
+from formula_assets.training.inputs import MatrixInputs
+from formula_assets.training.trainer import encode
 
 PROFILE = dataclasses.replace(get_profile("smoke"), validation_fraction=0.2)
+METHODS = registry.trained()
+
+
+def train_fold(method: str, fold: int, data, profile):
+    return train_method(registry.trained_method(method), fold, data, profile)
+
+
+def build_model(description: ModelDescription):
+    return registry.trained_method(description.method).build(description)
 
 
 @pytest.fixture(scope="module")
@@ -42,29 +53,26 @@ def trained(data):
     return {method: train_fold(method, 1, data, PROFILE) for method in METHODS}
 
 
-def graph_inputs(data, config: dict, formula_vectors: np.ndarray | None = None) -> GraphInputs:
-    """The inputs a graph_text_cl config reads: token texts and formula contexts if it uses
-    them (`formula_vectors` replaces the formulae's own contexts)."""
-    if formula_vectors is None and config.get("formula_text_dim"):
-        formula_vectors = data.opt_text
-    return GraphInputs(
-        data.graphs,
-        TokenVocabulary.from_tokens(config["vocabulary"]),
-        "cpu",
-        data.token_texts if config.get("token_text_dim") else None,
-        formula_vectors,
-    )
+def data_inputs(data, description: ModelDescription, formula_vectors: np.ndarray | None = None):
+    """The structural inputs a description reads from the data (`formula_vectors`: other
+    formula contexts for a graph_text_cl model that reads them)."""
+    if formula_vectors is not None:
+        return graph_inputs(description, data.graphs, "cpu", data.token_texts, formula_vectors)
+    return registry.trained_method(description.method).inputs(description, data, "cpu")
 
 
 def rebuilt_test_vectors(
-    model, data, formula_vectors: np.ndarray | None = None, config: dict | None = None
+    model,
+    data,
+    formula_vectors: np.ndarray | None = None,
+    description: ModelDescription | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """The test rows' (structural, semantic) vectors of the model rebuilt from its config and
-    weights (loaded strictly); `config` replaces the one its inputs are read with."""
-    rebuilt = build_model(model.config)
+    """The test rows' (structural, semantic) vectors of the model rebuilt from its description
+    and weights (loaded strictly); `description` replaces the one its inputs are read with."""
+    rebuilt = build_model(model.description)
     rebuilt.load_state_dict(model.state)
     semantic = MatrixInputs(torch.from_numpy(data.semantic.copy()))
-    inputs = graph_inputs(data, config or model.config, formula_vectors)
+    inputs = data_inputs(data, description or model.description, formula_vectors)
     zs, zm = encode(rebuilt, inputs, semantic, np.arange(len(data.qids)))
     test = [i for i, s in enumerate(model.embeddings["split"].to_pylist()) if s == "test"]
     return zs[test], zm[test]
@@ -84,18 +92,19 @@ def chance_mrr(candidates: int) -> float:
 @pytest.mark.parametrize("method", METHODS)
 def test_validation_mrr_rises_well_above_chance(trained, method: str) -> None:
     model = trained[method]
-    chance = chance_mrr(model.config["split_sizes"]["validation"])
-    assert model.config["best_validation_mrr"] > 1.5 * chance
-    assert len(model.config["runs"]) == PROFILE.settings(method).runs
-    for run, summary in enumerate(model.config["runs"]):  # each run stopped on its own best
+    described = model.description
+    chance = chance_mrr(described.split_sizes.validation)
+    assert described.best_validation_mrr > 1.5 * chance
+    assert len(described.runs) == PROFILE.settings(method).runs
+    for run, summary in enumerate(described.runs):  # each run stopped on its own best
         history = [h for h in model.history if h["run"] == run]
-        assert summary["epochs_run"] == len(history)
+        assert summary.epochs_run == len(history)
         best = max(h["validation_mrr"] for h in history)
-        assert summary["best_validation_mrr"] == pytest.approx(best)
+        assert summary.best_validation_mrr == pytest.approx(best)
         assert best > history[0]["validation_mrr"]
-        assert history[summary["best_epoch"] - 1]["validation_mrr"] == pytest.approx(best)
-    if len(model.config["runs"]) == 1:  # the model is its one run
-        assert model.config["best_validation_mrr"] == pytest.approx(best)
+        assert history[summary.best_epoch - 1]["validation_mrr"] == pytest.approx(best)
+    if len(described.runs) == 1:  # the model is its one run
+        assert described.best_validation_mrr == pytest.approx(best)
 
 
 @pytest.mark.parametrize("method", METHODS)
@@ -106,10 +115,10 @@ def test_no_test_formula_in_train_or_validation(trained, data, method: str) -> N
     test = {q for q, s in splits.items() if s == "test"}
     assert test == {q for q in data.qids if data.folds[q] == 1}
     assert all(data.folds[q] != 1 for q, s in splits.items() if s in ("train", "validation"))
-    sizes = model.config["split_sizes"]
-    assert sizes["test"] == len(test)
-    assert sizes["train"] + sizes["validation"] + sizes["selection"] + len(test) == len(data.qids)
-    assert sizes["selection"] > 0 and sizes["selection"] == list(splits.values()).count("selection")
+    sizes = model.description.split_sizes
+    assert sizes.test == len(test)
+    assert sizes.train + sizes.validation + sizes.selection + len(test) == len(data.qids)
+    assert sizes.selection > 0 and sizes.selection == list(splits.values()).count("selection")
 
 
 def scrambled(data, qids: set[str]):
@@ -142,7 +151,7 @@ def test_the_test_fold_never_reaches_the_optimiser(trained, data, method: str) -
     assert set(again.state) == set(original.state)
     assert all(torch.equal(again.state[k], original.state[k]) for k in original.state)
     assert without_timings(again.history) == without_timings(original.history)
-    assert again.config.get("vocabulary") == original.config.get("vocabulary")
+    assert again.description.vocabulary == original.description.vocabulary
     test_rows = [i for i, q in enumerate(data.qids) if data.folds[q] == 1]
     _, original_test, _ = original.split_vectors("test")
     _, again_test, _ = again.split_vectors("test")
@@ -155,7 +164,7 @@ def test_graph_vocabulary_comes_from_training_formulae_only(trained, data) -> No
     train_qids = [q for q, split in roles(model).items() if split == "train"]
     rows = [data.qids.index(q) for q in train_qids]
     train_tokens = {t for r in rows for t in data.graphs["node_tokens"][r].as_py()}
-    assert set(model.config["vocabulary"][2:]) == train_tokens
+    assert set(model.description.vocabulary[2:]) == train_tokens
 
 
 @pytest.mark.parametrize("method", METHODS)
@@ -168,18 +177,18 @@ def test_safetensors_round_trip_reproduces_the_model(
     weights = current_version(directory) / WEIGHTS
     assert weights.read_bytes()[8:9] == b"{"  # safetensors: 8-byte length, then a JSON header
     loaded = load_model(directory)
-    assert loaded.config == json.loads(json.dumps(model.config))
+    assert loaded.description == model.description
+    assert json.loads((current_version(directory) / "config.json").read_text()) == json.loads(
+        json.dumps(model.description.to_json())
+    )
     assert set(loaded.state) == set(model.state)
     assert all(torch.equal(loaded.state[k], model.state[k]) for k in model.state)
     assert loaded.embeddings.equals(model.embeddings)
-    rebuilt = build_model(loaded.config)
+    rebuilt = build_model(loaded.description)
     rebuilt.load_state_dict(loaded.state)
     rows = np.arange(len(data.qids))
     semantic = MatrixInputs(torch.from_numpy(data.semantic.copy()))
-    if method == "graph_text_cl":
-        structural = graph_inputs(data, loaded.config)
-    else:
-        structural = MatrixInputs(torch.from_numpy(data.opt_text.copy()))
+    structural = data_inputs(data, loaded.description)
     zs, zm = encode(rebuilt, structural, semantic, rows)
     _, stored_s, stored_m = loaded.split_vectors("test")
     test_rows = [i for i, s in enumerate(loaded.embeddings["split"].to_pylist()) if s == "test"]
@@ -200,7 +209,7 @@ def test_training_is_deterministic(data) -> None:
     a = train_fold("sbert_dual_cl", 2, data, PROFILE)
     b = train_fold("sbert_dual_cl", 2, data, PROFILE)
     assert all(torch.equal(a.state[k], b.state[k]) for k in a.state)
-    assert a.config["seed"] == b.config["seed"] == PROFILE.seed * 1000 + 2
+    assert a.description.seed == b.description.seed == PROFILE.seed * 1000 + 2
 
 
 def test_unknown_method_and_tiny_folds(data) -> None:
@@ -221,7 +230,7 @@ def test_few_optimiser_steps_train_without_error(data, method: str, epochs: int,
     model = train_fold(method, 1, data, dataclasses.replace(PROFILE, **{method: settings}))
     assert len(model.history) == epochs * settings.runs
     assert all(np.isfinite(h["loss"]) for h in model.history)
-    assert all(1 <= r["best_epoch"] <= epochs for r in model.config["runs"])
+    assert all(1 <= r.best_epoch <= epochs for r in model.description.runs)
 
 
 def test_a_formula_context_model_is_rebuilt_from_its_config(trained, data) -> None:
@@ -230,7 +239,7 @@ def test_a_formula_context_model_is_rebuilt_from_its_config(trained, data) -> No
     vectors depend on it, and a model that needs it refuses to run without it."""
     model = trained["graph_text_cl"]
     assert PROFILE.graph_text_cl.formula_text
-    assert model.config["formula_text_dim"] == data.opt_text.shape[1]
+    assert model.description.formula_text_dim == data.opt_text.shape[1]
     assert any(k.startswith("graph.formula.") for k in model.state)
     zs, _ = rebuilt_test_vectors(model, data)
     _, stored, _ = model.split_vectors("test")
@@ -238,7 +247,8 @@ def test_a_formula_context_model_is_rebuilt_from_its_config(trained, data) -> No
     zs_shuffled, _ = rebuilt_test_vectors(model, data, data.opt_text[::-1].copy())
     assert not np.allclose(zs, zs_shuffled, atol=1e-3)
     with pytest.raises(ValueError, match="formula context"):
-        rebuilt_test_vectors(model, data, config={**model.config, "formula_text_dim": 0})
+        without = dataclasses.replace(model.description, formula_text_dim=0)
+        rebuilt_test_vectors(model, data, description=without)
 
 
 def test_a_formula_head_model_is_rebuilt_from_its_config(data) -> None:
@@ -257,7 +267,7 @@ def test_a_formula_head_model_is_rebuilt_from_its_config(data) -> None:
     model = train_fold(
         "graph_text_cl", 1, data, dataclasses.replace(PROFILE, graph_text_cl=settings)
     )
-    rebuilt = build_model(model.config)
+    rebuilt = build_model(model.description)
     assert rebuilt.graph.formula_head[0].out_features == 32
     assert rebuilt.semantic.net[0].out_features == 48
     assert rebuilt.semantic.net[2].p == large.semantic_dropout
@@ -275,8 +285,8 @@ def test_a_model_of_several_runs_averages_independent_seeds(data, method: str) -
     single = train_fold(method, 1, data, dataclasses.replace(PROFILE, **{method: settings}))
     twice = dataclasses.replace(settings, runs=2)
     model = train_fold(method, 1, data, dataclasses.replace(PROFILE, **{method: twice}))
-    runs = model.config["runs"]
-    assert [r["seed"] for r in runs] == [single.config["seed"], single.config["seed"] + 100_000]
+    runs = model.description.runs
+    assert [r.seed for r in runs] == [single.description.seed, single.description.seed + 100_000]
     assert all(torch.equal(model.state[f"runs.0.{k}"], v) for k, v in single.state.items())
     assert not any(  # another seed: other initial weights, other trained ones
         torch.equal(model.state[f"runs.0.{k}"], model.state[f"runs.1.{k}"])
@@ -284,17 +294,18 @@ def test_a_model_of_several_runs_averages_independent_seeds(data, method: str) -
         if v.dim() == 2
     )
     assert sorted({h["run"] for h in model.history}) == [0, 1]
-    assert model.config["epochs_run"] == sum(r["epochs_run"] for r in runs)
-    rebuilt = build_model(model.config)
+    assert model.description.epochs_run == sum(r.epochs_run for r in runs)
+    rebuilt = build_model(model.description)
     rebuilt.load_state_dict(model.state)  # the two networks, strictly
     _, structural, semantic = model.split_vectors("test")
     assert structural.shape[1] == 2 * settings.out_dim
-    assert rebuilt_cosines(rebuilt, data, model.config, model) == pytest.approx(
+    assert rebuilt_cosines(rebuilt, data, model.description, model) == pytest.approx(
         structural @ semantic.T, abs=1e-5
     )
     per_run = []
+    method = registry.trained_method(method)
     for run in range(2):
-        network = build_run(model.config)
+        network = method.network(model.description)
         network.load_state_dict(
             {
                 k.removeprefix(f"runs.{run}."): v
@@ -302,18 +313,16 @@ def test_a_model_of_several_runs_averages_independent_seeds(data, method: str) -
                 if k.startswith(f"runs.{run}.")
             }
         )
-        config = {**model.config, "settings": {**model.config["settings"], "runs": 1}}
-        per_run.append(rebuilt_cosines(network, data, config, model))
+        one = dataclasses.replace(model.description.settings, runs=1)
+        described = dataclasses.replace(model.description, settings=one)
+        per_run.append(rebuilt_cosines(network, data, described, model))
     assert structural @ semantic.T == pytest.approx((per_run[0] + per_run[1]) / 2, abs=1e-5)
 
 
-def rebuilt_cosines(network, data, config: dict, model) -> np.ndarray:
+def rebuilt_cosines(network, data, description: ModelDescription, model) -> np.ndarray:
     """The test rows' cosine matrix of one network."""
     semantic = MatrixInputs(torch.from_numpy(data.semantic.copy()))
-    if config["method"] == "graph_text_cl":
-        structural = graph_inputs(data, config)
-    else:
-        structural = MatrixInputs(torch.from_numpy(data.opt_text.copy()))
+    structural = data_inputs(data, description)
     zs, zm = encode(network, structural, semantic, np.arange(len(data.qids)))
     test = [i for i, s in enumerate(model.embeddings["split"].to_pylist()) if s == "test"]
     return zs[test] @ zm[test].T

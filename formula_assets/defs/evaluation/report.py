@@ -9,7 +9,7 @@ from formula_assets.analysis.figures import FIGURE_DIR
 from formula_assets.core.hashing import bytes_hash
 from formula_assets.core.versioning import code_version
 from formula_assets.defs.automation import AUTOMATION
-from formula_assets.defs.history import latest_materialization, metadata_value, versions
+from formula_assets.defs.history import versions
 from formula_assets.defs.resources.data_lake import DataLakeResource
 
 REPORT_DIR = ("report",)
@@ -25,6 +25,8 @@ INPUTS = (
     "cv_folds",
     "fold_models",
     "retrieval_scores",
+    "ensemble_choices",
+    "significance_tests",
 )
 
 
@@ -44,16 +46,25 @@ def report_document(
     rejected_formulae: pa.Table,
     cv_folds: pa.Table,
     correspondence_metrics: pa.Table,
+    semantic_embeddings: pa.Table,
     retrieval_scores: pa.Table,
+    ensemble_choices: pa.Table,
+    significance_tests: pa.Table,
     fold_models: dict,
 ) -> dg.MaterializeResult:
     """Tables 1 and 2 beside the paper, figures, data sizes, folds, settings and versions."""
-    from formula_assets.evaluation.significance import Comparison
+    from formula_assets.core.arrow import recorded_aggregation, recorded_identity, recorded_model
+    from formula_assets.evaluation.significance import comparisons
+    from formula_assets.evaluation.table2 import ensemble_choices as choices
     from formula_assets.reporting import content, document
 
     instance = context.instance
-    semantic = latest_materialization(instance, "semantic_embeddings")
-    scores = latest_materialization(instance, "retrieval_scores")
+    weights, hubness_k = choices(ensemble_choices)
+    recorded = {
+        "model": recorded_model(semantic_embeddings),
+        "model_identity": recorded_identity(semantic_embeddings),
+        "aggregation": recorded_aggregation(semantic_embeddings),
+    }
     figure_dir = data_lake.path(*FIGURE_DIR)
     built = content.build_report(
         content.ReportInputs(
@@ -63,19 +74,11 @@ def report_document(
             folds=cv_folds,
             metrics=correspondence_metrics,
             scores=retrieval_scores,
-            models=[
-                content.TrainedSummary(m.method, m.fold, m.config, m.history)
-                for m in fold_models.values()
-            ],
-            embedding={
-                name: metadata_value(semantic, name, "—")
-                for name in ("model", "model_identity", "aggregation")
-            },
-            ensemble_weights=metadata_value(scores, "ensemble_weights", {}),
-            ensemble_hubness_k=metadata_value(scores, "ensemble_hubness_k", {}),
-            significance=[
-                Comparison(**test) for test in metadata_value(scores, "significance_tests", [])
-            ],
+            models=[content.TrainedSummary(m.description, m.history) for m in fold_models.values()],
+            embedding={name: value or "—" for name, value in recorded.items()},
+            ensemble_weights={str(fold): w for fold, w in weights.items()},
+            ensemble_hubness_k={str(fold): k for fold, k in hubness_k.items()},
+            significance=comparisons(significance_tests),
             versions=[versions(instance, key) for key in INPUTS],
             correspondence_figures={
                 name: (figure_dir / name).read_bytes()

@@ -1,6 +1,8 @@
-"""`fold_models`: one trained aligner per fold × method, early-stopped on validation."""
+"""`fold_models`: one trained aligner per fold × method, early-stopped on validation. The
+method partitions are the registry's trained methods (`formula_assets.methods.registry`)."""
 
 import json
+from dataclasses import asdict
 
 import dagster as dg
 import pyarrow as pa
@@ -9,17 +11,18 @@ from pydantic import Field
 from formula_assets.core.arrow import recorded_model
 from formula_assets.core.hashing import bytes_hash, table_content_hash
 from formula_assets.core.profiles import get_profile
-from formula_assets.core.protocol import FOLDS, TRAINED
+from formula_assets.core.protocol import FOLDS
 from formula_assets.core.settings import Settings, vectors_problem
 from formula_assets.core.versioning import code_version
 from formula_assets.defs import metadata
 from formula_assets.defs.automation import AUTOMATION
+from formula_assets.methods import registry
 
 OWNERS = ["team:formula-assets"]
 FOLD_MODEL_PARTITIONS = dg.MultiPartitionsDefinition(
     {
         "fold": dg.StaticPartitionsDefinition([str(f) for f in FOLDS]),
-        "method": dg.StaticPartitionsDefinition(list(TRAINED)),
+        "method": dg.StaticPartitionsDefinition(list(registry.trained())),
     }
 )
 
@@ -51,7 +54,9 @@ def fold_models(
     opt_token_embeddings: pa.Table,
 ):
     """A contrastive aligner per fold × method, early-stopped on validation, never on test."""
-    from formula_assets.training import artifacts, methods
+    from formula_assets.training import artifacts
+    from formula_assets.training.data import alignment_data
+    from formula_assets.training.fold import train_fold
 
     keys = context.partition_key.keys_by_dimension
     fold, method = int(keys["fold"]), keys["method"]
@@ -62,11 +67,12 @@ def fold_models(
         problem = vectors_problem(settings, recorded_model(table))
         if problem:
             raise dg.Failure(problem)
-    data = methods.alignment_data(
+    data = alignment_data(
         cv_folds, opt_graphs, semantic_embeddings, opt_text_embeddings, opt_token_embeddings
     )
-    trained = methods.train_fold(method, fold, data, profile, log=context.log.info)
-    if trained.config["deterministic"]:
+    trained = train_fold(registry.trained_method(method), fold, data, profile, log=context.log.info)
+    described = trained.description
+    if described.deterministic:
         version = artifacts.content_hash(trained)
     else:  # the same recipe gives other bits here: name the recipe (see training/determinism)
         version = bytes_hash(
@@ -86,18 +92,16 @@ def fold_models(
             "method": method,
             "fold": fold,
             "profile": profile.name,
-            "seed": trained.config["seed"],
-            "device": trained.config["device"],
-            "deterministic": trained.config["deterministic"],
-            "best_epoch": trained.config["best_epoch"],
-            "epochs_run": trained.config["epochs_run"],
-            "best_validation_mrr": trained.config["best_validation_mrr"],
-            "validation_recall_at_10": trained.config["validation"][
-                "recall_at_10_syntactic_to_semantic"
-            ],
-            "runs": dg.MetadataValue.json(trained.config["runs"]),
-            "train_seconds": trained.config["train_seconds"],
-            "split_sizes": dg.MetadataValue.json(trained.config["split_sizes"]),
+            "seed": described.seed,
+            "device": described.device,
+            "deterministic": described.deterministic,
+            "best_epoch": described.best_epoch,
+            "epochs_run": described.epochs_run,
+            "best_validation_mrr": described.best_validation_mrr,
+            "validation_recall_at_10": described.validation["recall_at_10_syntactic_to_semantic"],
+            "runs": dg.MetadataValue.json([asdict(run) for run in described.runs]),
+            "train_seconds": described.train_seconds,
+            "split_sizes": dg.MetadataValue.json(asdict(described.split_sizes)),
             "training_curve": metadata.training_curve(trained.history),
         },
     )

@@ -1,12 +1,14 @@
-"""Inputs of the aligners that need no training: token texts and the unseen-token report."""
+"""Inputs of the graph method that need no training: token texts and the unseen-token
+report."""
 
 import numpy as np
 import pyarrow as pa
 
 from formula_assets.core.arrow import vector_column
+from formula_assets.graphs.inputs import TokenTexts
 from formula_assets.graphs.vocabulary import TokenVocabulary
+from formula_assets.methods.graph_text_cl import unseen_tokens
 from formula_assets.syntax.opt import build_opt_graphs
-from formula_assets.training.methods import TokenTexts, unseen_tokens
 
 GRAPHS = build_opt_graphs(
     {

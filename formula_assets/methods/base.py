@@ -1,0 +1,192 @@
+"""The one interface of a method: what it is, how Table 2 and the search index read its
+vectors, how a query is encoded, and (for a trained method) how it is trained.
+
+A method is an object (a `Method`) whose class attributes say what it is:
+
+* `trained`: it learns, one `fold_models` partition per fold (a `TrainedMethod`);
+* `ensemble_member`: `score_ensemble` weighs its scores (it must have vectors);
+* `indexed`: its vectors are in `search_index` and `formula-assets search --method` offers it;
+* `training_cost`: how long one fold trains, relative to `sbert_dual_cl` (1.0), for schedulers.
+
+Its hooks:
+
+* Table 2 and the index — `space(data, split, qids)`: the (structural, semantic) vectors of
+  some formulae of one fold in one shared space (scored by cosine); a method without vectors
+  (BM25) returns None and scores with `scorers`.
+* search — `formula_vector(query, model)` / `text_vector(vector, model)`: a query encoded into
+  that space, as `space` has the corpus.
+* training — `settings`, `prepare` / `inputs`, `network` (see `TrainedMethod`); the loop
+  itself is `training.fold.train_fold`, the same for every method.
+
+Heavy libraries (torch, BM25) are imported where they are used: the registry lists every
+method, and the command line reads it before doing anything.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+
+import numpy as np
+import pyarrow as pa
+
+from formula_assets.core.profiles import MethodSettings, Profile
+
+if TYPE_CHECKING:
+    import torch
+    from upath import UPath
+
+    from formula_assets.evaluation.hubness import Space
+    from formula_assets.evaluation.lineup import FoldData
+    from formula_assets.evaluation.ranking import Scorer
+    from formula_assets.graphs.inputs import TokenTexts
+    from formula_assets.training.artifacts import ModelDescription
+    from formula_assets.training.data import AlignmentData
+    from formula_assets.training.inputs import FoldRows, Inputs, Prepared
+
+
+class FormulaQuery(Protocol):
+    """A formula being searched for, and what a method may encode it from (each computed
+    when first asked for, by the searcher)."""
+
+    def linearised_vector(self) -> np.ndarray:
+        """The sentence vector of its linearised OPT (as `opt_text_embeddings` has them)."""
+        ...
+
+    def graphs(self) -> pa.Table:
+        """Its OPT as a one-row `opt_graphs` table."""
+        ...
+
+    def token_texts(self, graphs: pa.Table) -> TokenTexts:
+        """The sentence vectors of the graphs' token texts (as `opt_token_embeddings`)."""
+        ...
+
+
+@dataclass(frozen=True)
+class LoadedModel:
+    """A trained model ready to encode queries: its description and its network (eval mode)."""
+
+    description: ModelDescription
+    module: torch.nn.Module
+
+
+class Method:
+    """A method of the comparison; subclasses set the attributes and implement the hooks."""
+
+    name: ClassVar[str] = ""
+    trained: ClassVar[bool] = False
+    ensemble_member: ClassVar[bool] = False
+    indexed: ClassVar[bool] = True
+    training_cost: ClassVar[float] = 0.0
+
+    def space(self, data: FoldData, split: str | None, qids: Sequence[str]) -> Space | None:
+        """The (structural, semantic) vectors of `qids` of `split` (None: of every formula
+        the fold's models hold); None when the method has no vectors."""
+        raise NotImplementedError
+
+    def scorers(self, data: FoldData, split: str, qids: Sequence[str]) -> tuple[Scorer, Scorer]:
+        """(syntactic → semantic, semantic → syntactic) scorers of a method without vectors."""
+        raise NotImplementedError(f"{self.name} has vectors: Table 2 scores them by cosine")
+
+    def formula_vector(self, query: FormulaQuery, model: LoadedModel | None) -> np.ndarray:
+        """A formula query in the structural side of the method's space."""
+        raise NotImplementedError(f"{self.name} does not answer searches")
+
+    def text_vector(self, vector: np.ndarray, model: LoadedModel | None) -> np.ndarray:
+        """A text query (its sentence vector) in the semantic side of the method's space."""
+        raise NotImplementedError(f"{self.name} does not answer searches")
+
+    def __repr__(self) -> str:
+        return f"<method {self.name}>"
+
+
+class TrainedMethod(Method):
+    """A method trained per fold by the shared loop, `training.fold.train_fold(method, …)`:
+    the method names its settings, prepares its structural inputs and builds its network;
+    the semantic side is always the sentence vectors of `semantic_embeddings`.
+
+    The loop is not imported here: Table 2 and the search index read a method's vectors,
+    and their code versions need not follow the loop's source."""
+
+    trained = True
+    training_cost = 1.0
+
+    # -- training ------------------------------------------------------------------------
+
+    def settings(self, profile: Profile) -> MethodSettings:
+        """Its sizes and schedule in a training profile."""
+        return profile.settings(self.name)
+
+    def prepare(
+        self, data: AlignmentData, rows: FoldRows, description: ModelDescription, device: str
+    ) -> Prepared:
+        """The description completed with what rebuilding the network needs (fitted on
+        `rows.train` only, e.g. a vocabulary), and the structural inputs it reads. By
+        default nothing is fitted."""
+        from formula_assets.training.inputs import Prepared
+
+        return Prepared(self.inputs(description, data, device), description)
+
+    def inputs(self, description: ModelDescription, data: AlignmentData, device: str) -> Inputs:
+        """The structural inputs of every formula of `data`, as the described model reads
+        them (rows: `data.qids`)."""
+        raise NotImplementedError
+
+    def network(self, description: ModelDescription) -> torch.nn.Module:
+        """One untrained network of the described architecture (created after the loop
+        seeded torch: parameters are initialised in construction order)."""
+        raise NotImplementedError
+
+    def query_input(self, description: ModelDescription, query: FormulaQuery) -> Any:
+        """The structural input of one query, as `prepare`'s inputs give a batch of one."""
+        raise NotImplementedError
+
+    def build(self, description: ModelDescription) -> torch.nn.Module:
+        """The untrained model a description names: one network, or the average of its
+        `runs` (weights come from safetensors)."""
+        runs = description.settings.runs
+        if runs == 1:
+            return self.network(description)
+        from formula_assets.training.models import RunAverage
+
+        return RunAverage([self.network(description) for _ in range(runs)])
+
+    def load(self, directory: UPath) -> LoadedModel:
+        """The model stored in `directory`, weights loaded strictly, in eval mode."""
+        from formula_assets.training.artifacts import load_model
+
+        trained = load_model(directory)
+        module = self.build(trained.description)
+        module.load_state_dict(trained.state)
+        module.eval()
+        return LoadedModel(trained.description, module)
+
+    # -- Table 2 and the index -----------------------------------------------------------
+
+    def space(self, data: FoldData, split: str | None, qids: Sequence[str]) -> Space:
+        """The vectors the fold's model gave these formulae when it was trained."""
+        stored, structural, semantic = data.models[self.name].split_vectors(split)
+        if stored != list(qids):
+            what = f"{split} split" if split else "formulae"
+            raise ValueError(f"{self.name} used another {what} than the other methods")
+        return structural, semantic
+
+    # -- search --------------------------------------------------------------------------
+
+    def formula_vector(self, query: FormulaQuery, model: LoadedModel | None) -> np.ndarray:
+        import torch
+
+        if model is None:
+            raise ValueError(f"{self.name} encodes queries with its trained model")
+        with torch.no_grad():
+            batch = self.query_input(model.description, query)
+            return model.module.encode_structural(batch)[0].numpy()
+
+    def text_vector(self, vector: np.ndarray, model: LoadedModel | None) -> np.ndarray:
+        import torch
+
+        if model is None:
+            raise ValueError(f"{self.name} encodes queries with its trained model")
+        with torch.no_grad():
+            return model.module.encode_semantic(torch.from_numpy(vector[None, :]))[0].numpy()

@@ -1,0 +1,124 @@
+"""Every method of the comparison, in one place: `fold_models`' method partitions, Table 2's
+rows, the score ensemble's members, the search index and `formula-assets search --method`
+all read this list.
+
+Adding a method is a module in this package plus its line in `BUILT_IN` (see
+docs/adding-a-method.md). Methods defined outside the package are added after the built-in
+ones by naming them in FORMULA_ASSETS_EXTRA_METHODS (`module:attribute`, comma-separated),
+read once, when this module is first imported (the definitions' partitions are fixed then);
+each is added with `register`, and its module's source enters every code version that
+depends on the registry, so lineage sees it as it sees the built-in ones.
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+from typing import TYPE_CHECKING
+
+from formula_assets.core.protocol import ENSEMBLE
+from formula_assets.core.settings import EXTRA_METHODS_ENV, Settings
+from formula_assets.methods import bm25, graph_text_cl, sbert_dual_cl, sbert_no_cl
+from formula_assets.methods.base import Method, TrainedMethod
+
+if TYPE_CHECKING:
+    from formula_assets.evaluation.lineup import Lineup
+
+# The methods named outside the package (and their source) change what is trained and scored.
+RESULT_SETTINGS = ("extra_methods",)
+
+# Their order is Table 2's within its groups (the untrained methods, then the trained ones;
+# the ensemble last), the order of the method partitions, of the ensemble's members (whose
+# weights are chosen in this order) and of the search index's rows.
+BUILT_IN: tuple[Method, ...] = (
+    bm25.METHOD,
+    graph_text_cl.METHOD,
+    sbert_dual_cl.METHOD,
+    sbert_no_cl.METHOD,
+)
+_NAME = re.compile(r"[a-z][a-z0-9_]*")
+_REGISTERED: dict[str, Method] = {}
+
+
+def register(method: Method) -> Method:
+    """Add a method after those registered so far. Its name becomes a partition key, a
+    folder of the model store and a command-line choice: lower-case letters, digits and
+    underscores, unique, and not the ensemble's."""
+    name = method.name
+    if not isinstance(name, str) or not _NAME.fullmatch(name):
+        raise ValueError(f"a method name is lower-case letters, digits and _, not {name!r}")
+    if name == ENSEMBLE or name in _REGISTERED:
+        raise ValueError(f"the method name {name!r} is taken")
+    if method.trained and not isinstance(method, TrainedMethod):
+        raise TypeError(f"{name} is trained: make it a TrainedMethod")
+    if method.ensemble_member and not method.indexed:
+        raise ValueError(f"{name}: an ensemble member has vectors, and so is in the index")
+    _REGISTERED[name] = method
+    return method
+
+
+def _load_extra(entries: tuple[str, ...]) -> None:
+    """The methods of FORMULA_ASSETS_EXTRA_METHODS: each `module:attribute` a Method."""
+    for entry in entries:
+        module_name, _, attribute = entry.partition(":")
+        method = getattr(importlib.import_module(module_name), attribute, None)
+        if not isinstance(method, Method):
+            raise TypeError(f"{EXTRA_METHODS_ENV}: {entry} is not a method (a Method instance)")
+        register(method)
+
+
+def methods() -> tuple[Method, ...]:
+    """Every registered method, in registry order."""
+    return tuple(_REGISTERED.values())
+
+
+def get(name: str) -> Method:
+    try:
+        return _REGISTERED[name]
+    except KeyError:
+        raise ValueError(
+            f"unknown method {name!r}; choose one of {', '.join(_REGISTERED)}"
+        ) from None
+
+
+def trained() -> tuple[str, ...]:
+    """The methods trained per fold: the `method` dimension of `fold_models`."""
+    return tuple(m.name for m in methods() if m.trained)
+
+
+def trained_method(name: str) -> TrainedMethod:
+    method = get(name)
+    if not isinstance(method, TrainedMethod):
+        raise ValueError(f"{name} is not trained; the trained methods are {', '.join(trained())}")
+    return method
+
+
+def table_2() -> tuple[Method, ...]:
+    """Table 2's methods in row order (before the ensemble's row): untrained, then trained."""
+    return (*(m for m in methods() if not m.trained), *(m for m in methods() if m.trained))
+
+
+def ensemble_members() -> tuple[Method, ...]:
+    return tuple(m for m in methods() if m.ensemble_member)
+
+
+def indexed() -> tuple[str, ...]:
+    """The methods whose vectors the search index holds, in its row order."""
+    return tuple(m.name for m in methods() if m.indexed)
+
+
+def search_methods() -> tuple[str, ...]:
+    """What `formula-assets search --method` offers: the ensemble and every indexed method."""
+    return (ENSEMBLE, *indexed())
+
+
+def lineup() -> Lineup:
+    """The registry as Table 2 (in `evaluation`, which does not know it) needs it."""
+    from formula_assets.evaluation.lineup import Lineup
+
+    return Lineup(methods=table_2(), trained=trained(), members=ensemble_members())
+
+
+for _method in BUILT_IN:
+    register(_method)
+_load_extra(Settings.from_environment().extra_methods)

@@ -1,0 +1,53 @@
+"""What every method trains on: the row-aligned inputs of each formula that has a graph and
+both sentence vectors, gathered from the asset tables."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+
+from formula_assets.core.arrow import embedding_matrix
+from formula_assets.graphs.inputs import TokenTexts
+
+
+@dataclass
+class AlignmentData:
+    """Row-aligned inputs of every formula that has a graph and both sentence vectors."""
+
+    qids: list[str]
+    graphs: pa.Table
+    semantic: np.ndarray
+    opt_text: np.ndarray
+    folds: dict[str, int]
+    token_texts: TokenTexts | None = None
+
+
+def alignment_data(
+    cv_folds: pa.Table,
+    opt_graphs: pa.Table,
+    semantic_embeddings: pa.Table,
+    opt_text_embeddings: pa.Table,
+    opt_token_embeddings: pa.Table | None = None,
+) -> AlignmentData:
+    folds = dict(
+        zip(cv_folds.column("qid").to_pylist(), cv_folds.column("fold").to_pylist(), strict=True)
+    )
+    sem_qids, semantic = embedding_matrix(semantic_embeddings)
+    txt_qids, opt_text = embedding_matrix(opt_text_embeddings)
+    sem_index = {q: i for i, q in enumerate(sem_qids)}
+    txt_index = {q: i for i, q in enumerate(txt_qids)}
+    graph_qids = opt_graphs.column("qid").to_pylist()
+    keep = [i for i, q in enumerate(graph_qids) if q in sem_index and q in txt_index and q in folds]
+    qids = [graph_qids[i] for i in keep]
+    return AlignmentData(
+        qids=qids,
+        graphs=opt_graphs.take(pa.array(keep, pa.int64())),
+        semantic=semantic[[sem_index[q] for q in qids]],
+        opt_text=opt_text[[txt_index[q] for q in qids]],
+        folds={q: folds[q] for q in qids},
+        token_texts=None
+        if opt_token_embeddings is None
+        else TokenTexts.from_table(opt_token_embeddings),
+    )

@@ -1,0 +1,51 @@
+"""What a method and the training loop exchange: model inputs by row index, the rows a
+method may fit its inputs on, and the prepared inputs with the model's description.
+
+Kept apart from the loop (`training.fold`, `training.trainer`) so that code which only reads
+a method's vectors or encodes queries (Table 2, the search index) does not import the loop:
+its code version then does not follow the loop's source.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+import numpy as np
+import torch
+
+if TYPE_CHECKING:
+    from formula_assets.training.artifacts import ModelDescription
+
+
+class Inputs(Protocol):
+    """Model inputs for a set of formulae, by row index."""
+
+    def batch(self, rows: np.ndarray) -> Any: ...
+
+
+@dataclass
+class MatrixInputs:
+    matrix: torch.Tensor
+
+    def batch(self, rows: np.ndarray) -> torch.Tensor:
+        return self.matrix[torch.from_numpy(np.asarray(rows, dtype=np.int64))]
+
+
+@dataclass(frozen=True)
+class FoldRows:
+    """Row indices (into `AlignmentData.qids`) of one fold's splits that a method may use to
+    prepare its inputs: the training rows (e.g. for a vocabulary) and the test rows (only to
+    report on them, never to fit anything)."""
+
+    train: np.ndarray
+    test: np.ndarray
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A method's structural inputs of every formula, and the description of the untrained
+    model with what the method recorded to rebuild its network (e.g. a vocabulary)."""
+
+    structural: Inputs
+    description: ModelDescription
