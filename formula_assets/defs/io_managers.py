@@ -19,6 +19,7 @@ from upath import UPath
 
 from formula_assets.core import lake, settings, staging
 from formula_assets.defs import publication
+from formula_assets.defs.dagster_internals import escape_partition
 from formula_assets.defs.metadata import table_schema
 
 
@@ -29,9 +30,7 @@ class ParquetUPathIOManager(dg.UPathIOManager):
     extension = ".parquet"
 
     def make_safe_partition_path(self, base_path: UPath, partition: str) -> UPath:
-        from dagster._core.storage.upath_io_manager import escape_dotdot_segments
-
-        return super().make_safe_partition_path(base_path, escape_dotdot_segments(partition))
+        return super().make_safe_partition_path(base_path, escape_partition(partition))
 
     def dump_to_path(self, context: dg.OutputContext, obj: Any, path: UPath) -> None:
         table = publication.stamp(context, as_arrow(obj))
@@ -110,9 +109,7 @@ class ModelUPathIOManager(dg.UPathIOManager):
     extension = ""
 
     def make_safe_partition_path(self, base_path: UPath, partition: str) -> UPath:
-        from dagster._core.storage.upath_io_manager import escape_dotdot_segments
-
-        return super().make_safe_partition_path(base_path, escape_dotdot_segments(partition))
+        return super().make_safe_partition_path(base_path, escape_partition(partition))
 
     def dump_to_path(self, context: dg.OutputContext, obj: Any, path: UPath) -> None:
         from formula_assets.training.artifacts import TrainedModel, save_model

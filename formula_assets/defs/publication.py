@@ -20,17 +20,16 @@ it is.
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable, Iterator
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
 import dagster as dg
 import pyarrow as pa
-from dagster._core.execution.context.output import RUN_ID_PLACEHOLDER
 from upath import UPath
 
 from formula_assets.core import staging
+from formula_assets.defs import dagster_internals as internals
 
 # Tags of a materialization recorded again: the run that made the published table, and the
 # run whose version a check rejected (what a check run on its own then judges).
@@ -61,29 +60,11 @@ def check_id(key: dg.AssetCheckKey) -> str:
 def gating_checks(context: dg.OutputContext) -> list[str]:
     """The blocking checks that must pass before this output is published: empty when the
     run evaluates none (the table is then published at once)."""
-    try:
-        step = context.step_context
-    except dg.DagsterInvariantViolationError:  # an IO manager called outside a run
-        return []
-    if not context.has_asset_key:
-        return []
-    layer = step.job_def.asset_layer
-    graph = layer.asset_graph  # the run's selection: checks left out of it are not here
-    # The run's steps (a re-execution may run only some); a step's own plan, as a worker
-    # process of the multiprocess executor sees it, would hold that step alone.
-    to_run = step.dagster_run.step_keys_to_execute
+    if not internals.in_run(context) or not context.has_asset_key:
+        return []  # an IO manager called outside a run
     current = _current_context()
-    own = current.op_execution_context.selected_asset_check_keys if current else set()
-    gating = []
-    for key in graph.asset_check_keys:
-        if not graph.get_check_spec(key).blocking:
-            continue
-        if key in own or (
-            key.asset_key == context.asset_key
-            and (to_run is None or str(layer.get_op_output_handle(key).node_handle) in to_run)
-        ):
-            gating.append(check_id(key))
-    return sorted(gating)
+    own = frozenset(current.selected_asset_check_keys) if current else frozenset()
+    return sorted(check_id(key) for key in internals.blocking_checks_in_run(context, own))
 
 
 def stamp(context: dg.OutputContext, table: pa.Table) -> pa.Table:
@@ -130,14 +111,11 @@ def source_run(context: dg.InputContext) -> str | None:
     records the published version after), so it reads that run's version while it is still
     staged (and publishes it if the check now passes). Any other step that loads from another
     run reads the published table."""
-    try:
-        step = context.step_context
-    except dg.DagsterInvariantViolationError:
+    if not internals.in_run(context):
         return None
-    upstream = context.upstream_output
-    with contextlib.suppress(dg.DagsterInvariantViolationError):  # no run id: not from a run
-        if upstream is not None and upstream.run_id != RUN_ID_PLACEHOLDER:
-            return upstream.run_id
+    upstream = internals.upstream_run_id(context)
+    if upstream is not None:
+        return upstream
     current = _current_context()
     if not isinstance(current, dg.AssetCheckExecutionContext):
         return None
@@ -146,7 +124,8 @@ def source_run(context: dg.InputContext) -> str | None:
     partitions = context.asset_partition_keys if context.has_asset_partitions else [None]
     if len(partitions) != 1:
         return None
-    latest = next(_materializations(step.instance, context.asset_key, partitions[0]), None)
+    instance = internals.step_instance(context)
+    latest = next(_materializations(instance, context.asset_key, partitions[0]), None)
     if latest is None:
         return None
     return (latest.asset_materialization.tags or {}).get(REJECTED_RUN_TAG) or _made_by(latest)
@@ -156,17 +135,15 @@ def sweep(context: dg.OutputContext, root: UPath, path: UPath) -> None:
     """Before `path` is written: remove its staged versions left by finished runs. A run the
     instance does not know may belong to another instance sharing the data lake, so its
     versions are left alone."""
-    try:
-        step = context.step_context
-    except dg.DagsterInvariantViolationError:
+    if not internals.in_run(context):
         return
-    instance = step.instance
+    instance = internals.step_instance(context)
 
     def finished(run_id: str) -> bool:
         run = instance.get_run_by_id(run_id)
         return run is not None and run.is_finished
 
-    staging.sweep(root, path, step.run_id, finished)
+    staging.sweep(root, path, context.run_id, finished)
 
 
 def record(result: dg.AssetCheckResult) -> None:
