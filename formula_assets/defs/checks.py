@@ -10,7 +10,6 @@ from collections.abc import Sequence
 import dagster as dg
 
 from formula_assets.core.checks import Outcome
-from formula_assets.defs import publication
 
 
 def check_result(
@@ -18,20 +17,18 @@ def check_result(
     severity: dg.AssetCheckSeverity = dg.AssetCheckSeverity.ERROR,
     **keys: object,
 ) -> dg.AssetCheckResult:
-    """The Dagster result of a domain outcome. Every check goes through here, so this is
-    where a blocking check that passed lets its table be published (`defs.publication`)."""
+    """The Dagster result of a domain outcome. A check returns it through
+    `defs.publication.settle`, which lets a table it gates be published."""
     metadata = {"summary": outcome.description}
     for key, value in outcome.metadata.items():
         metadata[key] = ", ".join(map(str, value)) if isinstance(value, list) else value
-    result = dg.AssetCheckResult(
+    return dg.AssetCheckResult(
         passed=outcome.passed,
         severity=severity,
         description=outcome.description,
         metadata=metadata,
         **keys,  # type: ignore[arg-type]
     )
-    publication.record(result)
-    return result
 
 
 def schema_contract(

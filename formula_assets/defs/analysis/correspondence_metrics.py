@@ -11,6 +11,7 @@ from formula_assets.core.versioning import code_version
 from formula_assets.defs import metadata
 from formula_assets.defs.automation import AUTOMATION
 from formula_assets.defs.checks import check_result, schema_contract
+from formula_assets.defs.publication import settle
 from formula_assets.defs.resources.data_lake import DataLakeResource
 
 DESCRIPTION = (
@@ -99,7 +100,7 @@ def correspondence_metrics(
 @dg.asset_check(asset=correspondence_metrics, blocking=True)
 def correspondence_metrics_in_range(correspondence_metrics: pa.Table) -> dg.AssetCheckResult:
     """Every metric present, finite and in its valid range; R@1 ≤ R@5 ≤ R@10."""
-    return check_result(metrics_in_range(correspondence_metrics))
+    return settle(check_result(metrics_in_range(correspondence_metrics)))
 
 
 @dg.asset_check(
@@ -117,8 +118,10 @@ def correspondence_inputs_complete(
     semantic_embeddings: pa.Table,
 ) -> dg.AssetCheckResult:
     """Every parsed formula has a structural and a semantic vector, so Table 1 covers all."""
-    return check_result(
-        every_formula_has_both_vectors(opt_graphs, structural_embeddings, semantic_embeddings)
+    return settle(
+        check_result(
+            every_formula_has_both_vectors(opt_graphs, structural_embeddings, semantic_embeddings)
+        )
     )
 
 

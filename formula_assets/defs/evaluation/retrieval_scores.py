@@ -11,6 +11,7 @@ from formula_assets.core.versioning import code_version
 from formula_assets.defs import metadata
 from formula_assets.defs.automation import AUTOMATION
 from formula_assets.defs.checks import check_result, schema_contract
+from formula_assets.defs.publication import settle
 from formula_assets.evaluation.checks import (
     scores_beat_chance,
     scores_complete,
@@ -80,20 +81,20 @@ def retrieval_scores(
 @dg.asset_check(asset=retrieval_scores, blocking=True)
 def retrieval_scores_complete(retrieval_scores: pa.Table) -> dg.AssetCheckResult:
     """All 5 folds × every method × both directions are scored, once each."""
-    return check_result(scores_complete(retrieval_scores))
+    return settle(check_result(scores_complete(retrieval_scores)))
 
 
 @dg.asset_check(asset=retrieval_scores, blocking=True)
 def retrieval_scores_consistent(retrieval_scores: pa.Table) -> dg.AssetCheckResult:
     """R@1 ≤ R@5 ≤ R@10 ≤ 1 and 0 ≤ MRR ≤ 1 in every row."""
-    return check_result(scores_consistent(retrieval_scores))
+    return settle(check_result(scores_consistent(retrieval_scores)))
 
 
 @dg.asset_check(asset=retrieval_scores)
 def retrieval_scores_beat_chance(retrieval_scores: pa.Table) -> dg.AssetCheckResult:
     """Every trained method's R@10 ≥ 3× chance (10 / candidates) in every fold and direction
     (for small pools: at least halfway from chance to 1)."""
-    return check_result(scores_beat_chance(retrieval_scores))
+    return settle(check_result(scores_beat_chance(retrieval_scores)))
 
 
 retrieval_scores_schema = schema_contract([retrieval_scores])

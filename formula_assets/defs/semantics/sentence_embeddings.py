@@ -17,6 +17,7 @@ from formula_assets.core.hashing import table_content_hash
 from formula_assets.core.versioning import code_version
 from formula_assets.defs.automation import AUTOMATION
 from formula_assets.defs.checks import check_result
+from formula_assets.defs.publication import settle
 from formula_assets.defs.resources.sentence_embedder import SentenceEmbedderResource
 from formula_assets.semantics.models import ProgressLog
 from formula_assets.semantics.tables import opt_text_vectors, semantic_vectors, token_vectors
@@ -150,16 +151,16 @@ def opt_token_embeddings(
 @dg.asset_check(asset=semantic_embeddings, blocking=True)
 def semantic_embeddings_valid(semantic_embeddings: pa.Table) -> dg.AssetCheckResult:
     """Finite vectors of the model's width, none all-zero."""
-    return check_result(vectors_valid(semantic_embeddings))
+    return settle(check_result(vectors_valid(semantic_embeddings)))
 
 
 @dg.asset_check(asset=opt_text_embeddings, blocking=True)
 def opt_text_embeddings_valid(opt_text_embeddings: pa.Table) -> dg.AssetCheckResult:
     """Finite vectors of the model's width, none all-zero."""
-    return check_result(vectors_valid(opt_text_embeddings))
+    return settle(check_result(vectors_valid(opt_text_embeddings)))
 
 
 @dg.asset_check(asset=opt_token_embeddings, blocking=True)
 def opt_token_embeddings_valid(opt_token_embeddings: pa.Table) -> dg.AssetCheckResult:
     """Finite vectors of the model's width, none all-zero."""
-    return check_result(vectors_valid(opt_token_embeddings))
+    return settle(check_result(vectors_valid(opt_token_embeddings)))

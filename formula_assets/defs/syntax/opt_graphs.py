@@ -19,6 +19,7 @@ from formula_assets.defs import metadata
 from formula_assets.defs.automation import AUTOMATION
 from formula_assets.defs.checks import check_result, schema_contract
 from formula_assets.defs.metadata import markdown_table, preview
+from formula_assets.defs.publication import settle
 from formula_assets.syntax.checks import graphs_are_trees, one_graph_per_formula, reject_rate
 from formula_assets.syntax.opt import build_opt_graphs
 
@@ -87,7 +88,8 @@ def parse_formulae(context: dg.AssetExecutionContext, wikidata_formulae: pa.Tabl
         REJECT_RATE: lambda: reject_rate(graphs, rejected),
     }
     for key in context.selected_asset_check_keys:
-        yield check_result(outcomes[key.name](), asset_key=key.asset_key, check_name=key.name)
+        result = check_result(outcomes[key.name](), asset_key=key.asset_key, check_name=key.name)
+        yield settle(result)
 
 
 def _graphs_output(graphs: pa.Table, rejected: pa.Table, rate: float, seconds: float) -> dg.Output:

@@ -12,6 +12,7 @@ from formula_assets.core.hashing import table_content_hash
 from formula_assets.core.versioning import code_version
 from formula_assets.defs.automation import AUTOMATION
 from formula_assets.defs.checks import check_result
+from formula_assets.defs.publication import settle
 from formula_assets.syntax.structural import DEFAULT_DIMENSIONS
 
 
@@ -58,4 +59,4 @@ def structural_embeddings(
 @dg.asset_check(asset=structural_embeddings, blocking=True)
 def structural_embeddings_valid(structural_embeddings: pa.Table) -> dg.AssetCheckResult:
     """Finite vectors of the configured width, none all-zero."""
-    return check_result(vectors_valid(structural_embeddings))
+    return settle(check_result(vectors_valid(structural_embeddings)))

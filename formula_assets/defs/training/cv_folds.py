@@ -8,6 +8,7 @@ from formula_assets.core.protocol import FOLDS
 from formula_assets.core.versioning import code_version
 from formula_assets.defs.automation import AUTOMATION
 from formula_assets.defs.checks import check_result, schema_contract
+from formula_assets.defs.publication import settle
 from formula_assets.training.checks import folds_valid
 from formula_assets.training.folds import assign_folds
 
@@ -49,7 +50,7 @@ def cv_folds_cover_every_formula(
     cv_folds: pa.Table, wikidata_formulae: pa.Table
 ) -> dg.AssetCheckResult:
     """Each formula in exactly one fold of 1–5, no fold empty."""
-    return check_result(folds_valid(cv_folds, wikidata_formulae))
+    return settle(check_result(folds_valid(cv_folds, wikidata_formulae)))
 
 
 cv_folds_schema = schema_contract([cv_folds])
