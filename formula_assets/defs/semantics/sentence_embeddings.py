@@ -17,6 +17,7 @@ from formula_assets.core.hashing import table_content_hash
 from formula_assets.core.versioning import code_version
 from formula_assets.defs.automation import AUTOMATION
 from formula_assets.defs.checks import check_result
+from formula_assets.defs.metadata import step_cost
 from formula_assets.defs.publication import settle
 from formula_assets.defs.resources.sentence_embedder import SentenceEmbedderResource
 from formula_assets.semantics.models import ProgressLog
@@ -74,6 +75,7 @@ def _embedding_metadata(embedder, stats, table: pa.Table) -> dict:
     automation_condition=AUTOMATION,
     kinds={"pytorch", "parquet"},
     owners=OWNERS,
+    metadata=step_cost(2.0),
 )
 def semantic_embeddings(
     context: dg.AssetExecutionContext,
@@ -108,6 +110,7 @@ def semantic_embeddings(
     automation_condition=AUTOMATION,
     kinds={"pytorch", "parquet"},
     owners=OWNERS,
+    metadata=step_cost(2.0),
 )
 def opt_text_embeddings(
     context: dg.AssetExecutionContext,
@@ -131,6 +134,7 @@ def opt_text_embeddings(
     automation_condition=AUTOMATION,
     kinds={"pytorch", "parquet"},
     owners=OWNERS,
+    metadata=step_cost(1.0),
 )
 def opt_token_embeddings(
     context: dg.AssetExecutionContext,

@@ -39,6 +39,7 @@ class TrainingConfig(dg.Config):
     kinds={"pytorch", "safetensors"},
     owners=OWNERS,
     pool="training",
+    metadata=metadata.step_cost(1.0, partitions={"graph_text_cl": 3.0}),
 )
 def fold_models(
     context: dg.AssetExecutionContext,
