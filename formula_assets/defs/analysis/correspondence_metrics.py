@@ -7,9 +7,7 @@ from pydantic import Field
 from formula_assets.analysis.checks import every_formula_has_both_vectors, metrics_in_range
 from formula_assets.core.arrow import aligned_matrices
 from formula_assets.core.hashing import table_content_hash
-from formula_assets.core.versioning import code_version
 from formula_assets.defs import metadata
-from formula_assets.defs.automation import AUTOMATION
 from formula_assets.defs.checks import check_result, schema_contract
 from formula_assets.defs.publication import settle
 from formula_assets.defs.resources.data_lake import DataLakeResource
@@ -40,11 +38,8 @@ class CorrespondenceConfig(dg.Config):
 
 @dg.asset(
     group_name="analysis",
-    code_version=code_version(__name__),
-    automation_condition=AUTOMATION,
     description=DESCRIPTION,
     kinds={"scipy", "parquet"},
-    owners=["team:formula-assets"],
 )
 def correspondence_metrics(
     context: dg.AssetExecutionContext,

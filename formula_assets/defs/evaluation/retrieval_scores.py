@@ -7,9 +7,7 @@ import numpy as np
 import pyarrow as pa
 
 from formula_assets.core.hashing import table_content_hash
-from formula_assets.core.versioning import code_version
 from formula_assets.defs import metadata
-from formula_assets.defs.automation import AUTOMATION
 from formula_assets.defs.checks import check_result, schema_contract
 from formula_assets.defs.publication import settle
 from formula_assets.evaluation.checks import (
@@ -21,10 +19,7 @@ from formula_assets.evaluation.checks import (
 
 @dg.asset(
     group_name="evaluation",
-    code_version=code_version(__name__),
-    automation_condition=AUTOMATION,
     kinds={"python", "parquet"},
-    owners=["team:formula-assets"],
 )
 def retrieval_scores(
     context: dg.AssetExecutionContext,

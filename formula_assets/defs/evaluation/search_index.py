@@ -6,8 +6,6 @@ import pyarrow as pa
 from formula_assets.core.arrow import embedding_matrix, recorded_identity, recorded_model
 from formula_assets.core.hashing import table_content_hash
 from formula_assets.core.protocol import DIRECTIONS
-from formula_assets.core.versioning import code_version
-from formula_assets.defs.automation import AUTOMATION
 from formula_assets.defs.checks import check_result, schema_contract
 from formula_assets.defs.publication import settle
 from formula_assets.search.checks import index_complete
@@ -16,10 +14,7 @@ from formula_assets.search.index import build_search_index
 
 @dg.asset(
     group_name="evaluation",
-    code_version=code_version(__name__),
-    automation_condition=AUTOMATION,
     kinds={"python", "parquet"},
-    owners=["team:formula-assets"],
 )
 def search_index(
     context: dg.AssetExecutionContext,

@@ -9,8 +9,6 @@ from pydantic import Field
 
 from formula_assets.core import settings
 from formula_assets.core.hashing import table_content_hash
-from formula_assets.core.versioning import code_version
-from formula_assets.defs.automation import AUTOMATION
 from formula_assets.defs.checks import check_result, schema_contract
 from formula_assets.defs.history import last_count
 from formula_assets.defs.metadata import preview
@@ -51,10 +49,7 @@ class WikidataFormulaeConfig(dg.Config):
 @dg.asset(
     group_name="ingest",
     deps=["wikidata_probe"],
-    automation_condition=AUTOMATION,
-    code_version=code_version(__name__),
     kinds={"python", "parquet"},
-    owners=["team:formula-assets"],
     tags={"source": "wikidata"},
 )
 def wikidata_formulae(

@@ -14,8 +14,6 @@ from pydantic import Field
 from formula_assets.core.arrow import with_expected_dimension, with_model
 from formula_assets.core.checks import vectors_valid
 from formula_assets.core.hashing import table_content_hash
-from formula_assets.core.versioning import code_version
-from formula_assets.defs.automation import AUTOMATION
 from formula_assets.defs.checks import check_result
 from formula_assets.defs.metadata import step_cost
 from formula_assets.defs.publication import settle
@@ -23,7 +21,6 @@ from formula_assets.defs.resources.sentence_embedder import SentenceEmbedderReso
 from formula_assets.semantics.models import ProgressLog
 from formula_assets.semantics.tables import opt_text_vectors, semantic_vectors, token_vectors
 
-OWNERS = ["team:formula-assets"]
 SENTENCE_MODEL = "sentence_model"  # the observable source of the model's identity
 
 
@@ -71,10 +68,7 @@ def _embedding_metadata(embedder, stats, table: pa.Table) -> dict:
 @dg.asset(
     group_name="semantics",
     deps=[SENTENCE_MODEL],
-    code_version=code_version(__name__),
-    automation_condition=AUTOMATION,
     kinds={"pytorch", "parquet"},
-    owners=OWNERS,
     metadata=step_cost(2.0),
 )
 def semantic_embeddings(
@@ -106,10 +100,7 @@ def semantic_embeddings(
 @dg.asset(
     group_name="semantics",
     deps=[SENTENCE_MODEL],
-    code_version=code_version(__name__),
-    automation_condition=AUTOMATION,
     kinds={"pytorch", "parquet"},
-    owners=OWNERS,
     metadata=step_cost(2.0),
 )
 def opt_text_embeddings(
@@ -130,10 +121,7 @@ def opt_text_embeddings(
 @dg.asset(
     group_name="semantics",
     deps=[SENTENCE_MODEL],
-    code_version=code_version(__name__),
-    automation_condition=AUTOMATION,
     kinds={"pytorch", "parquet"},
-    owners=OWNERS,
     metadata=step_cost(1.0),
 )
 def opt_token_embeddings(

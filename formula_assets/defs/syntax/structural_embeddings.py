@@ -9,8 +9,6 @@ from pydantic import Field
 from formula_assets.core.arrow import embedding_table, with_expected_dimension
 from formula_assets.core.checks import vectors_valid
 from formula_assets.core.hashing import table_content_hash
-from formula_assets.core.versioning import code_version
-from formula_assets.defs.automation import AUTOMATION
 from formula_assets.defs.checks import check_result
 from formula_assets.defs.publication import settle
 from formula_assets.syntax.structural import DEFAULT_DIMENSIONS
@@ -28,10 +26,7 @@ class StructuralConfig(dg.Config):
 
 @dg.asset(
     group_name="syntax",
-    code_version=code_version(__name__),
-    automation_condition=AUTOMATION,
     kinds={"scikitlearn", "parquet"},
-    owners=["team:formula-assets"],
 )
 def structural_embeddings(
     context: dg.AssetExecutionContext, config: StructuralConfig, opt_graphs: pa.Table

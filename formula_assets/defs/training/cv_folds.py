@@ -5,8 +5,6 @@ import pyarrow as pa
 
 from formula_assets.core.hashing import table_content_hash
 from formula_assets.core.protocol import FOLDS
-from formula_assets.core.versioning import code_version
-from formula_assets.defs.automation import AUTOMATION
 from formula_assets.defs.checks import check_result, schema_contract
 from formula_assets.defs.publication import settle
 from formula_assets.training.checks import folds_valid
@@ -15,10 +13,7 @@ from formula_assets.training.folds import assign_folds
 
 @dg.asset(
     group_name="training",
-    code_version=code_version(__name__),
-    automation_condition=AUTOMATION,
     kinds={"python", "parquet"},
-    owners=["team:formula-assets"],
 )
 def cv_folds(wikidata_formulae: pa.Table):
     """Fold 1–5 per formula: the paper's published fold where known, else a hash of the QID."""
