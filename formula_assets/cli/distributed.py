@@ -31,6 +31,7 @@ from formula_assets.cli.runs import Job, Print, data_versions, plan_jobs
 from formula_assets.cli.stale import Entry
 from formula_assets.core import settings
 from formula_assets.core.profiles import PROFILE_ENV
+from formula_assets.defs.dagster_internals import location_asset_job
 from formula_assets.deploy.local import (
     Postgres,
     Process,
@@ -39,6 +40,7 @@ from formula_assets.deploy.local import (
     wait_until_ready,
 )
 
+LOCATION_MODULE = "formula_assets.deploy.celery"
 BROKER_ENV = "FORMULA_ASSETS_CELERY_BROKER"
 BACKEND = "rpc://"
 TRAINING_POOL = "training"
@@ -99,9 +101,7 @@ _JOB: Any = None
 
 def _initialize_launcher() -> None:
     global _JOB
-    from formula_assets.deploy.celery import asset_job
-
-    _JOB = dg.reconstructable(asset_job)
+    _JOB = location_asset_job(LOCATION_MODULE, "defs", str(settings.project_root() or Path.cwd()))
     _JOB.get_definition()
 
 

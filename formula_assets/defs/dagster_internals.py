@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import dagster as dg
 from dagster._core.definitions.data_version import CachingStaleStatusResolver, StaleStatus
+from dagster._core.definitions.reconstruct import ReconstructableJob, ReconstructableRepository
 from dagster._core.errors import DagsterDefinitionChangedDeserializationError
 from dagster._core.execution.backfill import BulkActionsFilter, BulkActionStatus
 from dagster._core.execution.context.output import RUN_ID_PLACEHOLDER
@@ -53,6 +54,18 @@ def map_asset_specs(
     `observable_source_asset` makes; this is the variant Dagster's own component
     post-processing uses, which passes them through untouched."""
     return defs.permissive_map_resolved_asset_specs(func=func, selection=None)
+
+
+def location_asset_job(module: str, attribute: str, working_directory: str) -> ReconstructableJob:
+    """The implicit asset job (every asset) of the code location `module:attribute`, as a job
+    that other processes rebuild from its module: what `dg.execute_job` runs with an executor
+    that sends steps elsewhere (Celery). `dg.reconstructable` cannot wrap it: a repository of
+    that one job refuses its reserved name."""
+    repository = ReconstructableRepository.for_module(
+        module, attribute, working_directory=working_directory
+    )
+    job = repository.get_definition().get_implicit_global_asset_job_def()
+    return repository.get_reconstructable_job(job.name)
 
 
 # ---------------------------------------------------------------- staleness

@@ -20,9 +20,3 @@ BROKER_ENV = "FORMULA_ASSETS_CELERY_BROKER"
 executor = celery_executor.configured({"broker": {"env": BROKER_ENV}, "backend": "rpc://"})
 
 defs = dg.Definitions.merge(definitions.defs, dg.Definitions(executor=executor))
-
-
-def asset_job() -> dg.JobDefinition:
-    """Every asset of this location as one job (Dagster's implicit asset job), rebuilt from
-    this function by `dg.reconstructable` in each process that runs a step."""
-    return defs.resolve_implicit_global_asset_job_def()

@@ -8,6 +8,7 @@ And the rule that keeps it so: no other module of the package touches `dagster._
 import ast
 import inspect
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -126,6 +127,41 @@ def test_map_asset_specs() -> None:
     assert graph.get(dg.AssetKey("watched")).is_observable  # passed through untouched
     assert list(graph.get(dg.AssetKey("watched")).owners) == []
     assert mapped.resolve_job_def("all")  # the rest kept
+
+
+LOCATION = """
+import dagster as dg
+
+PARTS = dg.StaticPartitionsDefinition(["a", "b"])
+
+
+@dg.asset
+def whole() -> None: ...
+
+
+@dg.asset(partitions_def=PARTS)
+def parted() -> None: ...
+
+
+defs = dg.Definitions(assets=[whole, parted])
+"""
+
+
+def test_location_asset_job(tmp_path: Path, instance: dg.DagsterInstance) -> None:
+    """The implicit job of a code location, rebuilt from its module in the step processes
+    (the default executor runs each step in a process of its own)."""
+    module = f"location_{uuid.uuid4().hex}"
+    (tmp_path / f"{module}.py").write_text(LOCATION)
+    job = internals.location_asset_job(module, "defs", str(tmp_path))
+    definition = job.get_definition()
+    keys = [dg.AssetKey("parted")]
+    tags = definition.get_tags_for_partition_key("b", selected_asset_keys=keys)
+    result = dg.execute_job(job, instance, tags=tags, asset_selection=keys)
+    assert result.success
+    [event] = result.get_asset_materialization_events()
+    assert (event.asset_key, event.partition) == (dg.AssetKey("parted"), "b")
+    whole = dg.execute_job(job, instance, asset_selection=[dg.AssetKey("whole")])
+    assert [e.asset_key for e in whole.get_asset_materialization_events()] == [dg.AssetKey("whole")]
 
 
 # ---------------------------------------------------------------- staleness
