@@ -11,15 +11,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import dagster as dg
 from dagster._core.definitions.data_version import CachingStaleStatusResolver, StaleStatus
-from dagster._core.definitions.reconstruct import ReconstructableJob, ReconstructableRepository
 from dagster._core.errors import DagsterDefinitionChangedDeserializationError
-from dagster._core.execution.backfill import BulkActionsFilter, BulkActionStatus
 from dagster._core.execution.context.output import RUN_ID_PLACEHOLDER
 from dagster._core.loader import LoadingContextForTest
-from dagster._core.storage.runs.sqlite.sqlite_run_storage import SqliteRunStorage
 from dagster._core.storage.tags import (
     AUTOMATION_CONDITION_TAG,
     BACKFILL_ID_TAG,
@@ -27,6 +25,11 @@ from dagster._core.storage.tags import (
     SENSOR_NAME_TAG,
 )
 from dagster._core.storage.upath_io_manager import escape_dotdot_segments
+
+# Run storage, backfills and reconstruction pull in SQLAlchemy and the remote representation
+# (half a second): imported where used, not when the definitions load.
+if TYPE_CHECKING:
+    from dagster._core.definitions.reconstruct import ReconstructableJob
 
 # The tags Dagster puts on the runs it launches: which entry point started a run.
 SENSOR_TAG = SENSOR_NAME_TAG
@@ -61,6 +64,8 @@ def location_asset_job(module: str, attribute: str, working_directory: str) -> R
     that other processes rebuild from its module: what `dg.execute_job` runs with an executor
     that sends steps elsewhere (Celery). `dg.reconstructable` cannot wrap it: a repository of
     that one job refuses its reserved name."""
+    from dagster._core.definitions.reconstruct import ReconstructableRepository
+
     repository = ReconstructableRepository.for_module(
         module, attribute, working_directory=working_directory
     )
@@ -119,6 +124,8 @@ def planned_partitions(event: dg.DagsterEvent) -> list[str | None]:
 def runs_on_this_machine(instance: dg.DagsterInstance) -> bool:
     """Whether every run of the instance runs on this machine: so with run storage in SQLite,
     which other machines cannot share."""
+    from dagster._core.storage.runs.sqlite.sqlite_run_storage import SqliteRunStorage
+
     return isinstance(instance.run_storage, SqliteRunStorage)
 
 
@@ -137,6 +144,8 @@ def requested_asset_backfills(
     """Asset backfills still in the REQUESTED state (the daemon launches their runs), with what
     each has left. A backfill made for other definitions is skipped: its runs, if any, are
     runs like the others."""
+    from dagster._core.execution.backfill import BulkActionsFilter, BulkActionStatus
+
     backfills = instance.get_backfills(
         filters=BulkActionsFilter(statuses=[BulkActionStatus.REQUESTED])
     )
