@@ -1,5 +1,6 @@
-"""The code location: every asset and check under `defs/` (found by `dg`), plus the resources,
-the automation sensors and the weekly probe schedule.
+"""The code location: every asset and check under `defs/` (found by `dg`), with the settings
+every asset shares (`defs.conventions`), plus the resources, the automation sensors and the
+weekly probe schedule.
 
 FORMULA_ASSETS_EXECUTOR=in_process runs each run's steps one after another in the run's own
 process, instead of one process per step (Dagster's default): on a small machine that saves
@@ -17,6 +18,7 @@ import dagster as dg
 from formula_assets import defs as defs_package
 from formula_assets.core.settings import Settings
 from formula_assets.defs.automation import automation_sensor, weekly_probe_schedule
+from formula_assets.defs.conventions import with_conventions
 from formula_assets.defs.ingest.freshness import CURRENT_CHECK
 from formula_assets.defs.io_managers import DataLakeIOManager, ModelIOManager
 from formula_assets.defs.resources.data_lake import DataLakeResource
@@ -48,7 +50,7 @@ def _defs_folder() -> dg.Definitions:
 
 SETTINGS = Settings.from_environment()  # read once, when the definitions load
 defs = dg.Definitions.merge(
-    _defs_folder(),
+    with_conventions(_defs_folder()),
     dg.Definitions(
         executor=_executor(SETTINGS),
         sensors=[automation_sensor(SETTINGS)],

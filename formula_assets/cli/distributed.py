@@ -32,6 +32,7 @@ from formula_assets.cli.stale import Entry
 from formula_assets.core import settings
 from formula_assets.core.settings import CELERY_BROKER_ENV as BROKER_ENV
 from formula_assets.core.settings import POSTGRES_URL_ENV, PROFILE_ENV
+from formula_assets.defs.dagster_internals import location_asset_job
 from formula_assets.deploy.local import (
     Postgres,
     Process,
@@ -95,32 +96,24 @@ class DistributedReport:
 
 
 # The run processes of the Celery runner: each loads the Celery code location once.
-_REPOSITORY: Any = None
+_JOB: Any = None
 
 
 def _initialize_launcher() -> None:
-    global _REPOSITORY
-    from dagster._core.definitions.reconstruct import ReconstructableRepository
-
-    _REPOSITORY = ReconstructableRepository.for_module(
-        LOCATION_MODULE, "defs", working_directory=str(settings.project_root() or Path.cwd())
-    )
-    _REPOSITORY.get_definition()
+    global _JOB
+    _JOB = location_asset_job(LOCATION_MODULE, "defs", str(settings.project_root() or Path.cwd()))
+    _JOB.get_definition()
 
 
 def _launch(job: Job) -> tuple[Job, bool, str]:
     """One run of the Celery code location: its steps go to the workers as Celery tasks."""
-    repository = _REPOSITORY.get_definition()
     keys = job.asset_keys
-    implicit = repository.get_implicit_job_def_for_assets(keys)
-    if implicit is None:
-        raise ValueError(f"no single job holds {job}")
     tags = job.tags()
     if job.partition is not None:
-        tags |= implicit.get_tags_for_partition_key(job.partition, selected_asset_keys=keys)
-    recon = _REPOSITORY.get_reconstructable_job(implicit.name)
+        definition = _JOB.get_definition()
+        tags |= definition.get_tags_for_partition_key(job.partition, selected_asset_keys=keys)
     with dg.DagsterInstance.get() as instance:
-        result = dg.execute_job(recon, instance, tags=tags, asset_selection=keys)
+        result = dg.execute_job(_JOB, instance, tags=tags, asset_selection=keys)
         return job, result.success, result.run_id
 
 

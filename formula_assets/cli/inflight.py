@@ -8,7 +8,7 @@ event when it is created, queued or not; an asset backfill holds the targets it 
 launched yet. Queued runs and backfills move only while a Dagster daemon runs: without one
 they are not waited for. Nor is a run still marked started whose process is gone (killed with
 its `dg dev` or refresh): with the instance in SQLite, every run's process is on this machine.
-Dagster offers this only through private modules; they are used here and nowhere else.
+What Dagster offers here only through private modules comes from `defs.dagster_internals`.
 """
 
 from __future__ import annotations
@@ -18,21 +18,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 import dagster as dg
-from dagster._core.definitions.events import AssetKeyPartitionKey
-from dagster._core.errors import DagsterDefinitionChangedDeserializationError
-from dagster._core.events import DagsterEventType
-from dagster._core.execution.backfill import BulkActionsFilter, BulkActionStatus
-from dagster._core.storage.runs.sqlite.sqlite_run_storage import SqliteRunStorage
-from dagster._core.storage.tags import (
-    AUTOMATION_CONDITION_TAG,
-    BACKFILL_ID_TAG,
-    SCHEDULE_NAME_TAG,
-    SENSOR_NAME_TAG,
-)
 
 from formula_assets.cli.runs import REFRESH_TAG, Job
 from formula_assets.cli.stale import Target
 from formula_assets.core.lake import pid_alive
+from formula_assets.defs import dagster_internals as internals
 
 RUNNING = {
     dg.DagsterRunStatus.STARTING,
@@ -44,8 +34,8 @@ WAITING = {dg.DagsterRunStatus.QUEUED, dg.DagsterRunStatus.NOT_STARTED}
 DAEMON_HEARTBEAT_S = 120.0
 # A run created in-process (`dg launch`, a refresh) is NOT_STARTED for a moment only.
 NOT_STARTED_GRACE_S = 60.0
-_PLANNED = DagsterEventType.ASSET_MATERIALIZATION_PLANNED
-_MATERIALIZED = DagsterEventType.ASSET_MATERIALIZATION
+_PLANNED = dg.DagsterEventType.ASSET_MATERIALIZATION_PLANNED
+_MATERIALIZED = dg.DagsterEventType.ASSET_MATERIALIZATION
 
 
 @dataclass(frozen=True)
@@ -65,14 +55,14 @@ def origin(tags: Mapping[str, str]) -> str:
     """Which entry point started a run or backfill, from Dagster's tags."""
     if tags.get(REFRESH_TAG):
         return "another formula-assets refresh"
-    if tags.get(SENSOR_NAME_TAG):
-        return f"sensor {tags[SENSOR_NAME_TAG]}"
-    if tags.get(AUTOMATION_CONDITION_TAG):
+    if tags.get(internals.SENSOR_TAG):
+        return f"sensor {tags[internals.SENSOR_TAG]}"
+    if tags.get(internals.AUTOMATION_TAG):
         return "the automation sensor"
-    if tags.get(SCHEDULE_NAME_TAG):
-        return f"schedule {tags[SCHEDULE_NAME_TAG]}"
-    if tags.get(BACKFILL_ID_TAG):
-        return f"backfill {tags[BACKFILL_ID_TAG]}"
+    if tags.get(internals.SCHEDULE_TAG):
+        return f"schedule {tags[internals.SCHEDULE_TAG]}"
+    if tags.get(internals.BACKFILL_TAG):
+        return f"backfill {tags[internals.BACKFILL_TAG]}"
     return "the UI or a dg/dagster command"
 
 
@@ -88,10 +78,10 @@ def daemon_alive(instance: dg.DagsterInstance, now: float) -> bool:
 
 def run_process_gone(instance: dg.DagsterInstance, run_id: str) -> bool:
     """A started run whose process (the one that began it) no longer exists on this machine."""
-    if not isinstance(instance.run_storage, SqliteRunStorage):
+    if not internals.runs_on_this_machine(instance):
         return False  # runs may be on other machines
     records = instance.get_records_for_run(
-        run_id, of_type=DagsterEventType.RUN_START, limit=1
+        run_id, of_type=dg.DagsterEventType.RUN_START, limit=1
     ).records
     event = records[0].event_log_entry.dagster_event if records else None
     return event is not None and event.pid is not None and not pid_alive(event.pid)
@@ -123,8 +113,7 @@ def _unbuilt_targets(instance: dg.DagsterInstance, run_id: str) -> set[Target]:
         if event.event_type == _MATERIALIZED:
             built.add(Target(event.asset_key, event.partition))
             continue
-        subset = event.event_specific_data.partitions_subset  # a range in one run
-        partitions = subset.get_partition_keys() if subset is not None else [event.partition]
+        partitions = internals.planned_partitions(event)
         planned |= {Target(event.asset_key, partition) for partition in partitions}
     return planned - built
 
@@ -151,19 +140,9 @@ def building_elsewhere(
     if not left or not daemon:
         return found
     graph = defs.resolve_asset_graph()
-    backfills = instance.get_backfills(
-        filters=BulkActionsFilter(statuses=[BulkActionStatus.REQUESTED])
-    )
-    for backfill in backfills:
-        if not backfill.is_asset_backfill:
-            continue
-        try:
-            data = backfill.get_asset_backfill_data(graph)
-        except DagsterDefinitionChangedDeserializationError:
-            continue  # made for other definitions; its runs (if any) are seen above
-        pending = data.get_targeted_partitions_without_materialization_status()
-        builder = Builder("backfill", backfill.backfill_id, origin(backfill.tags), "requested")
+    for backfill in internals.requested_asset_backfills(instance, graph):
+        builder = Builder("backfill", backfill.id, origin(backfill.tags), "requested")
         for target in left:
-            if AssetKeyPartitionKey(target.key, target.partition) in pending:
+            if (target.key, target.partition) in backfill.pending:
                 found.setdefault(target, builder)
     return found

@@ -1,8 +1,7 @@
-"""What is stale or missing, and why: Dagster's own stale-status resolver, wrapped in one place.
+"""What is stale or missing, and why: Dagster's own stale-status resolver.
 
-Dagster exposes staleness through its web server; in Python only through a private class
-(`CachingStaleStatusResolver`). Keeping every use of it here means one file to adapt when
-Dagster changes.
+Dagster exposes staleness through its web server; in Python only through a private class,
+which `defs.dagster_internals.staleness_reader` wraps (and its test pins).
 """
 
 from __future__ import annotations
@@ -10,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import dagster as dg
-from dagster._core.definitions.data_version import CachingStaleStatusResolver, StaleStatus
-from dagster._core.loader import LoadingContextForTest
+
+from formula_assets.defs.dagster_internals import AssetPartition, staleness_reader
 
 
 @dataclass(frozen=True)
@@ -35,20 +34,17 @@ class Entry:
         return f"{self.target}\t{self.status}" + (f"\t{causes}" if causes else "")
 
 
-def _cause_text(cause) -> str:
-    text = cause.reason
-    if cause.dependency is not None:
-        dependency = cause.dependency.asset_key.to_user_string()
-        if cause.dependency.partition_key:
-            dependency += f"[{cause.dependency.partition_key}]"
-        text += f" ({dependency})"
-    return text
+def _cause_text(reason: str, dependency: AssetPartition | None) -> str:
+    if dependency is None:
+        return reason
+    key, partition = dependency
+    return f"{reason} ({Target(key, partition or None)})"
 
 
 def stale_entries(defs: dg.Definitions, instance: dg.DagsterInstance) -> list[Entry]:
     """Every stale or missing materializable asset (per partition), in topological order."""
     graph = defs.resolve_asset_graph()
-    resolver = CachingStaleStatusResolver(instance, graph, LoadingContextForTest(instance))
+    read = staleness_reader(instance, graph)
     entries: list[Entry] = []
     for key in graph.toposorted_asset_keys:
         node = graph.get(key)
@@ -58,13 +54,13 @@ def stale_entries(defs: dg.Definitions, instance: dg.DagsterInstance) -> list[En
             list(node.partitions_def.get_partition_keys()) if node.partitions_def else [None]
         )
         for partition in partitions:
-            status = resolver.get_status(key, partition)
-            if status == StaleStatus.FRESH:
+            staleness = read(key, partition)
+            if staleness.status == "FRESH":
                 continue
             causes = (
-                tuple(_cause_text(c) for c in resolver.get_stale_causes(key, partition))
-                if status == StaleStatus.STALE
+                tuple(_cause_text(*cause) for cause in staleness.causes)
+                if staleness.status == "STALE"
                 else ("never materialized",)
             )
-            entries.append(Entry(Target(key, partition), status.value, causes))
+            entries.append(Entry(Target(key, partition), staleness.status, causes))
     return entries

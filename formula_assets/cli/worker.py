@@ -27,24 +27,20 @@ import dagster as dg
 from formula_assets.cli.inflight import building_elsewhere, job_targets
 from formula_assets.cli.runs import JOB_TAG, Job, Print, RefreshError, materialize, plan_jobs
 from formula_assets.cli.stale import Entry
-
-# Steps worth a process of their own; the rest is cheaper than starting one (~3 s).
-HEAVY = {
-    "semantic_embeddings": 2.0,
-    "opt_text_embeddings": 2.0,
-    "opt_token_embeddings": 1.0,
-    "fold_models": 1.0,
-}
-HEAVY_PARTITIONS = {"graph_text_cl": 3.0}
+from formula_assets.defs.metadata import asset_cost, partition_cost
 
 _DEFS: dg.Definitions | None = None
 _STARTED: Any = None  # the pool's queue of (pid, job) announcements
 
 
-def cost(job: Job) -> float:
-    value = sum(HEAVY.get(k, 0.0) for k in job.keys)
+def cost(defs: dg.Definitions, job: Job) -> float:
+    """What the job's run costs, from its assets' declared step costs (`defs.metadata.
+    step_cost`): steps that declare none are cheaper than starting a worker process."""
+    graph = defs.resolve_asset_graph()
+    declared = [graph.get(key).metadata for key in job.asset_keys]
+    value = sum(asset_cost(metadata) for metadata in declared)
     if job.partition is not None:
-        value *= max((w for m, w in HEAVY_PARTITIONS.items() if m in job.partition), default=1.0)
+        value *= max(partition_cost(metadata, job.partition) for metadata in declared)
     return value
 
 
@@ -87,12 +83,13 @@ class LocalRunner:
         self.workers = workers
 
     def plan(self, defs: dg.Definitions, frontier: Sequence[Entry]) -> list[Job]:
-        return sorted(plan_jobs(defs, frontier), key=cost, reverse=True)  # longest first
+        jobs = plan_jobs(defs, frontier)
+        return sorted(jobs, key=lambda job: cost(defs, job), reverse=True)  # longest first
 
     def run(
         self, defs: dg.Definitions, instance: dg.DagsterInstance, jobs: list[Job], echo: Print
     ) -> list[Job]:
-        heavy = [job for job in jobs if cost(job) > 0] if self.workers > 1 else []
+        heavy = [job for job in jobs if cost(defs, job) > 0] if self.workers > 1 else []
         if len(heavy) <= 1:
             heavy = []
         failed = [

@@ -8,9 +8,10 @@ modules declare in a module-level `RESULT_SETTINGS` tuple. A new import is picke
 itself; an edit anywhere in the closure changes the version.
 
 Outside every version are modules that judge, show or schedule data but never produce it:
-each stage's `checks` module (the rules behind asset checks), `defs.checks`, `defs.metadata`
-(UI previews, charts, column docs), `defs.automation` (when to run), this module, and the
-`cli` and `deploy` packages. The closure does not pass through them. Ancestor packages'
+each stage's `checks` module (the rules behind asset checks), `defs.checks`,
+`defs.publication` (when a checked table is shown), `defs.metadata` (UI previews, charts,
+column docs), `defs.automation` (when to run), this module, and the `cli` and `deploy`
+packages. The closure does not pass through them. Ancestor packages'
 `__init__` modules count only when imported by name.
 
 Everything is read with `ast`, without importing anything, so versions cost no import time.
@@ -38,6 +39,7 @@ UNVERSIONED = (
     "formula_assets.defs.automation",
     "formula_assets.defs.checks",
     "formula_assets.defs.metadata",
+    "formula_assets.defs.publication",
 )
 UNVERSIONED_LEAF = "checks"
 

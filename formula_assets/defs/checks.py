@@ -11,7 +11,7 @@ import dagster as dg
 import pyarrow as pa
 
 from formula_assets.core.checks import Outcome, vectors_valid
-from formula_assets.defs import publication
+from formula_assets.defs.publication import settle
 
 
 def check_result(
@@ -19,20 +19,18 @@ def check_result(
     severity: dg.AssetCheckSeverity = dg.AssetCheckSeverity.ERROR,
     **keys: object,
 ) -> dg.AssetCheckResult:
-    """The Dagster result of a domain outcome. Every check goes through here, so this is
-    where a blocking check that passed lets its table be published (`defs.publication`)."""
+    """The Dagster result of a domain outcome. A check returns it through
+    `defs.publication.settle`, which lets a table it gates be published."""
     metadata = {"summary": outcome.description}
     for key, value in outcome.metadata.items():
         metadata[key] = ", ".join(map(str, value)) if isinstance(value, list) else value
-    result = dg.AssetCheckResult(
+    return dg.AssetCheckResult(
         passed=outcome.passed,
         severity=severity,
         description=outcome.description,
         metadata=metadata,
         **keys,  # type: ignore[arg-type]
     )
-    publication.record(result)
-    return result
 
 
 def schema_contract(
@@ -58,6 +56,6 @@ def vectors_valid_check(asset: dg.AssetsDefinition, width: str) -> dg.AssetCheck
         description=f"Finite vectors of the {width} width, none all-zero.",
     )
     def valid(vectors: pa.Table) -> dg.AssetCheckResult:
-        return check_result(vectors_valid(vectors))
+        return settle(check_result(vectors_valid(vectors)))
 
     return valid

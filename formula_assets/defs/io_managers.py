@@ -2,13 +2,16 @@
 
 A table that blocking checks of the same run gate is staged, not published: readers of the
 documented path (search, the report, notebooks, later runs) keep the last good version until
-those checks pass (`defs.publication`, `core.staging`). Steps of the run that made a staged
-version (its checks) read that version. Each table names the run that wrote it, and after a
-step the asset's latest materialization is made the published table's (`defs.publication`).
+those checks pass (`defs.publication`, `core.staging`, docs/publication.md). Steps of the run
+that made a staged version (its checks) read that version. Each table names the run that
+wrote it, and after the steps the asset's latest materialization is made the published
+table's.
 """
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import Any
 
 import dagster as dg
@@ -17,60 +20,45 @@ import pyarrow as pa
 from pydantic import Field
 from upath import UPath
 
-from formula_assets.core import lake, staging
+from formula_assets.core import lake
 from formula_assets.core.settings import Settings
-from formula_assets.defs import publication
+from formula_assets.defs.dagster_internals import escape_partition
 from formula_assets.defs.metadata import table_schema
+from formula_assets.defs.publication import Publication, stamp, sweep, unpublished
 
 
-class ParquetUPathIOManager(dg.UPathIOManager):
+class LakeUPathIOManager(dg.UPathIOManager):
+    """Partitions as paths below the asset's folder, never above it."""
+
+    def make_safe_partition_path(self, base_path: UPath, partition: str) -> UPath:
+        return super().make_safe_partition_path(base_path, escape_partition(partition))
+
+
+class ParquetUPathIOManager(LakeUPathIOManager):
     """Tables in, Parquet out: `<base>/<asset>.parquet`, partitions as `<asset>/<key>.parquet`;
-    versions awaiting their blocking checks under `<base>/_staged/`."""
+    versions awaiting their blocking checks under `<base>/_staged/`, held by `publication`."""
 
     extension = ".parquet"
 
-    def make_safe_partition_path(self, base_path: UPath, partition: str) -> UPath:
-        from dagster._core.storage.upath_io_manager import escape_dotdot_segments
-
-        return super().make_safe_partition_path(base_path, escape_dotdot_segments(partition))
+    def __init__(self, base_path: UPath, publication: Publication | None = None) -> None:
+        super().__init__(base_path=base_path)
+        self.publication = publication or Publication()
 
     def dump_to_path(self, context: dg.OutputContext, obj: Any, path: UPath) -> None:
-        table = publication.stamp(context, as_arrow(obj))
-        checks = publication.gating_checks(context)
-        publication.sweep(context, self._base_path, path)
-        if not checks:
+        table = stamp(context, as_arrow(obj))
+        sweep(context, self._base_path, path)
+        if self.publication.stage(context, self._base_path, path, table) is None:
             lake.write_parquet_atomic(table, path)
-            return
-        version = staging.staged_version(self._base_path, path, context.run_id)
-        staging.stage(version, table, checks)
-        publication.hold(context, version)
-        context.log.info(
-            f"staged at {version.table}; published at {path} once {', '.join(checks)} pass"
-        )
 
     def load_from_path(self, context: dg.InputContext, path: UPath) -> pa.Table | pd.DataFrame:
-        table = self._staged_input(context, path)
+        table = self.publication.read_staged(context, self._base_path, path)
         if table is None:
             try:
                 table = lake.read_parquet(path)
             except FileNotFoundError:
-                raise publication.unpublished(context, self._base_path, path) from None
+                raise unpublished(context, self._base_path, path) from None
         wanted = context.dagster_type.typing_type if context.dagster_type else None
         return table if wanted is pa.Table else table.to_pandas()
-
-    def _staged_input(self, context: dg.InputContext, path: UPath) -> pa.Table | None:
-        """The version of the run that made this input while it awaits its checks."""
-        run_id = publication.source_run(context)
-        if run_id is None:
-            return None
-        version = staging.staged_version(self._base_path, path, run_id)
-        table = staging.read_staged(version)
-        if table is None:
-            publication.release(context, version)
-        else:
-            publication.hold(context, version)
-            context.log.info(f"reading the staged version {version.table}")
-        return table
 
     def get_metadata(self, context: dg.OutputContext, obj: Any) -> dict[str, Any]:
         table = as_arrow(obj)
@@ -102,19 +90,24 @@ class DataLakeIOManager(dg.ConfigurableIOManagerFactory):
         root = self.base_path or Settings.from_environment().data_lake
         return ParquetUPathIOManager(base_path=UPath(root))
 
-    def teardown_after_execution(self, context: dg.InitResourceContext) -> None:
-        publication.record_published(context)
+    @contextlib.contextmanager
+    def yield_for_execution(
+        self, context: dg.InitResourceContext
+    ) -> Iterator[ParquetUPathIOManager]:
+        """The IO manager for a run (or a step process); once its steps are done, the
+        materializations its checks settled are recorded again where the published table
+        came from another run (`Publication.record_published`)."""
+        manager = self.create_io_manager(context)
+        try:
+            yield manager
+        finally:
+            manager.publication.record_published(context)
 
 
-class ModelUPathIOManager(dg.UPathIOManager):
+class ModelUPathIOManager(LakeUPathIOManager):
     """Trained models as versioned folders: `<base>/fold_models/<fold>/<method>/`."""
 
     extension = ""
-
-    def make_safe_partition_path(self, base_path: UPath, partition: str) -> UPath:
-        from dagster._core.storage.upath_io_manager import escape_dotdot_segments
-
-        return super().make_safe_partition_path(base_path, escape_dotdot_segments(partition))
 
     def dump_to_path(self, context: dg.OutputContext, obj: Any, path: UPath) -> None:
         from formula_assets.training.artifacts import TrainedModel, save_model

@@ -1,4 +1,6 @@
-"""Metadata that makes assets readable in the UI: schemas, previews, tables and charts.
+"""Metadata that makes assets readable in the UI: schemas, previews, tables and charts; and
+what a run of an asset's step costs, which `formula-assets refresh` plans its worker
+processes with.
 
 Outside every code version (see `core.versioning`): editing how an asset page looks never
 makes data stale. Asset modules build their UI metadata here, not in their own module.
@@ -7,13 +9,15 @@ makes data stale. Asset modules build their UI metadata here, not in their own m
 from __future__ import annotations
 
 import base64
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import dagster as dg
 import pyarrow as pa
 
 PREVIEW_CELL_CHARS = 80
+COST_KEY = "formula_assets/cost"
+PARTITION_COST_KEY = "formula_assets/partition_cost"
 
 
 # One name, one meaning: the same column means the same thing in every asset.
@@ -61,6 +65,36 @@ COLUMN_DOCS = {
     "mrr": "mean reciprocal rank of the gold",
     "candidates": "size of the candidate pool (the test fold)",
 }
+
+
+def step_cost(cost: float, partitions: Mapping[str, float] | None = None) -> dict[str, Any]:
+    """Definition metadata: what one run of the asset's step costs, relative to the others
+    (1.0: about one sentence-embedding table or one projection-head model on a small CPU).
+    Steps without it are cheaper than starting a worker process (about 3 s). `partitions`
+    multiplies the cost of a partition by the factor of a part of its key (a method's relative
+    training cost); the largest factor of its parts counts."""
+    out: dict[str, Any] = {COST_KEY: float(cost)}
+    if partitions:
+        out[PARTITION_COST_KEY] = dg.MetadataValue.json(
+            {part: float(factor) for part, factor in partitions.items()}
+        )
+    return out
+
+
+def asset_cost(metadata: Mapping[str, Any]) -> float:
+    """The declared cost of one run of an asset's step (0 when none is declared)."""
+    return float(_value(metadata.get(COST_KEY)) or 0.0)
+
+
+def partition_cost(metadata: Mapping[str, Any], partition: str) -> float:
+    """The factor of one partition: the largest of its key parts' (`1|graph_text_cl`: fold
+    `1`, method `graph_text_cl`), 1 when none is declared."""
+    factors = _value(metadata.get(PARTITION_COST_KEY)) or {}
+    return max((float(factors[p]) for p in partition.split("|") if p in factors), default=1.0)
+
+
+def _value(value: Any) -> Any:
+    return value.value if isinstance(value, dg.MetadataValue) else value
 
 
 def table_schema(schema: pa.Schema) -> dg.TableSchema:

@@ -1,18 +1,25 @@
-"""When a table becomes what readers see: the Dagster side of `core.staging`.
+"""When a table becomes what readers see: the Dagster side of `core.staging`
+(`docs/publication.md` walks through it).
 
-A table is gated by the blocking checks of its asset that run later in the same run, and by
-the blocking checks its own step evaluates (in-step checks judge every table the step
-writes: `opt_graphs` and `rejected_formulae` are published together or not at all). The IO
-manager stages a gated table and holds it for the step; a step that loads a staged version
-holds it too. `record` (called by `defs.checks.check_result`) marks a settled check on the
-versions its step holds, and the check that completes the set publishes. Dagster lets
-downstream steps run after a failed check of WARN severity, so such a failure settles it too.
+Who does what, and when:
 
-Dagster takes an asset's latest materialization (its data, code and input versions) as what
-the asset is, and a child records it as what it read. When a check leaves an older table
-published (it failed), or publishes one another run materialized (run on its own), that is
-not the one the published table came from, so `record_published` records that
-materialization again after the step (see there).
+1. **Staging** (the data lake IO manager, when a step writes a table). A table that blocking
+   checks of the same run will judge (`gating_checks`: its asset's blocking checks the run
+   executes, and the checks its own step evaluates, which judge every table the step writes:
+   `opt_graphs` and `rejected_formulae` are published together or not at all) is staged, not
+   published. The IO manager's `Publication` holds the staged version; so does a step that
+   reads one (a check step).
+2. **Settling** (the check, explicitly). Every check ends with `return settle(result)`: a
+   pass marks the check passed on the versions its step holds, and the pass that completes a
+   version's set publishes it (`staging.record_pass`); a failure leaves the last good version
+   published. Dagster lets downstream steps run after a failed check of WARN severity, so such
+   a failure settles it like a pass.
+3. **Recording the published version** (the IO manager, after its step or run:
+   `Publication.record_published`). Dagster takes an asset's latest materialization (its
+   data, code and input versions) as what the asset is, and a child records it as what it
+   read. When a check leaves an older table published (it failed), or publishes one another
+   run materialized (run on its own), that is not the one the published table came from, so
+   that materialization is recorded again.
 
 Outside every code version, like `defs.checks`: it decides when data is shown, never what
 it is.
@@ -20,26 +27,29 @@ it is.
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable, Iterator
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
 import dagster as dg
 import pyarrow as pa
-from dagster._core.execution.context.output import RUN_ID_PLACEHOLDER
 from upath import UPath
 
 from formula_assets.core import staging
+from formula_assets.defs import dagster_internals as internals
 
 # Tags of a materialization recorded again: the run that made the published table, and the
 # run whose version a check rejected (what a check run on its own then judges).
 PUBLISHED_RUN_TAG = "formula_assets/published_run"
 REJECTED_RUN_TAG = "formula_assets/rejected_run"
+# The resource key of the data lake IO manager, whose `Publication` a check settles.
+IO_MANAGER_KEY = "io_manager"
+
+CurrentContext = dg.AssetExecutionContext | dg.AssetCheckExecutionContext
 
 
 @dataclass(frozen=True)
-class _Held:
+class Staged:
     """A staged version, and the asset (partition) it is a materialization of."""
 
     version: staging.StagedVersion
@@ -47,10 +57,112 @@ class _Held:
     partition: str | None
 
 
-# (run id, step key) → the staged versions that step wrote or read, by staged path.
-_HELD: dict[tuple[str, str], dict[str, _Held]] = {}
-# run id → the versions a check of that run (in this process) rejected or published.
-_SETTLED: dict[str, dict[str, _Held]] = {}
+class Publication:
+    """The gated versions one data lake IO manager answers for: those its steps staged or
+    read (`held`), and those a check of its run settled (`settled`, to be recorded after).
+
+    The IO manager lives as long as its resources: one run when the run's steps share a
+    process, one step in a step process of its own. Its steps see the same versions: a check
+    settles only those whose manifest names it, so holding them per run, not per step, is
+    enough."""
+
+    def __init__(self) -> None:
+        self.held: dict[str, Staged] = {}  # by staged table path
+        self.settled: dict[str, Staged] = {}
+
+    def stage(
+        self, context: dg.OutputContext, root: UPath, path: UPath, table: pa.Table
+    ) -> staging.StagedVersion | None:
+        """Stage `table` when checks of the run gate it (and hold it); None when nothing gates
+        it and it is to be published at once."""
+        checks = gating_checks(context)
+        if not checks:
+            return None
+        version = staging.staged_version(root, path, context.run_id)
+        staging.stage(version, table, checks)
+        self._hold(context, version)
+        context.log.info(
+            f"staged at {version.table}; published at {path} once {', '.join(checks)} pass"
+        )
+        return version
+
+    def read_staged(self, context: dg.InputContext, root: UPath, path: UPath) -> pa.Table | None:
+        """The version of the run that made this input while it awaits its checks (held for
+        them); None when the input is to be read from its published path."""
+        run_id = source_run(context)
+        if run_id is None:
+            return None
+        version = staging.staged_version(root, path, run_id)
+        table = staging.read_staged(version)
+        if table is None:  # published or swept meanwhile
+            self.held.pop(str(version.table), None)
+            return None
+        self._hold(context, version)
+        context.log.info(f"reading the staged version {version.table}")
+        return table
+
+    def _hold(
+        self, context: dg.InputContext | dg.OutputContext, version: staging.StagedVersion
+    ) -> None:
+        keys = context.asset_partition_keys if context.has_asset_partitions else []
+        partition = keys[0] if len(keys) == 1 else None
+        self.held[str(version.table)] = Staged(version, context.asset_key, partition)
+
+    def settle(self, context: CurrentContext, result: dg.AssetCheckResult) -> None:
+        """The check of `result` settles the versions held here whose manifest names it;
+        each version whose gating checks have now all passed is published."""
+        op = context.op_execution_context
+        key = _check_key(result, op.selected_asset_check_keys)
+        if key is None:
+            return
+        name = check_id(key)
+        passed = result.passed or result.severity == dg.AssetCheckSeverity.WARN
+        for staged, held in list(self.held.items()):
+            version = held.version
+            if passed and staging.record_pass(version, name):
+                op.log.info(f"{name} passed: published {version.published}")
+                self.held.pop(staged, None)
+            elif not passed and name in (staging.required_checks(version) or []):
+                op.log.warning(
+                    f"{name} failed: {version.published} keeps its last published version; "
+                    f"the rejected one stays at {version.table}"
+                )
+            else:
+                continue
+            self.settled[staged] = held
+
+    def record_published(self, context: dg.InitResourceContext) -> None:
+        """After the step (or run) of this IO manager: make the latest materialization of each
+        asset a check settled here the one its published table came from.
+
+        Otherwise a child built later records a data version it did not read (after a failed
+        check), and the asset looks synced with code that was never published. That
+        materialization is recorded again, runless, with its tags (data, code and input
+        versions) and metadata. Not sooner: Dagster points a check's evaluation at the asset's
+        latest materialization as it logs it, and a failed one must stay on the rejected
+        version."""
+        run, instance = context.run, context.instance
+        if run is None or instance is None:  # not in a run
+            return
+        settled, self.settled = list(self.settled.values()), {}
+        for held in settled:
+            _record_published(instance, held, run.run_id, context.log)
+
+
+def settle(result: dg.AssetCheckResult) -> dg.AssetCheckResult:
+    """Settle `result` on the tables it gates, and return it: what every check returns.
+
+    A pass may publish a staged table (the last of its gating checks to pass does); a failure
+    keeps the last good one published. Called outside a run, or in a run without the data
+    lake IO manager, it changes nothing."""
+    context = _current_context()
+    if context is None:  # a check function called directly, outside a run
+        return result
+    manager = getattr(context.resources, IO_MANAGER_KEY, None)
+    publication = getattr(manager, "publication", None)
+    if isinstance(publication, Publication):
+        publication.settle(context, result)
+    return result
 
 
 def check_id(key: dg.AssetCheckKey) -> str:
@@ -61,29 +173,11 @@ def check_id(key: dg.AssetCheckKey) -> str:
 def gating_checks(context: dg.OutputContext) -> list[str]:
     """The blocking checks that must pass before this output is published: empty when the
     run evaluates none (the table is then published at once)."""
-    try:
-        step = context.step_context
-    except dg.DagsterInvariantViolationError:  # an IO manager called outside a run
-        return []
-    if not context.has_asset_key:
-        return []
-    layer = step.job_def.asset_layer
-    graph = layer.asset_graph  # the run's selection: checks left out of it are not here
-    # The run's steps (a re-execution may run only some); a step's own plan, as a worker
-    # process of the multiprocess executor sees it, would hold that step alone.
-    to_run = step.dagster_run.step_keys_to_execute
+    if not internals.in_run(context) or not context.has_asset_key:
+        return []  # an IO manager called outside a run
     current = _current_context()
-    own = current.op_execution_context.selected_asset_check_keys if current else set()
-    gating = []
-    for key in graph.asset_check_keys:
-        if not graph.get_check_spec(key).blocking:
-            continue
-        if key in own or (
-            key.asset_key == context.asset_key
-            and (to_run is None or str(layer.get_op_output_handle(key).node_handle) in to_run)
-        ):
-            gating.append(check_id(key))
-    return sorted(gating)
+    own = frozenset(current.selected_asset_check_keys) if current else frozenset()
+    return sorted(check_id(key) for key in internals.blocking_checks_in_run(context, own))
 
 
 def stamp(context: dg.OutputContext, table: pa.Table) -> pa.Table:
@@ -108,20 +202,6 @@ def unpublished(context: dg.InputContext, root: UPath, path: UPath) -> FileNotFo
     )
 
 
-def hold(context: dg.InputContext | dg.OutputContext, version: staging.StagedVersion) -> None:
-    """Remember a staged version for the step, so its checks can settle it."""
-    step = context.step_context
-    keys = context.asset_partition_keys if context.has_asset_partitions else []
-    held = _Held(version, context.asset_key, keys[0] if len(keys) == 1 else None)
-    _HELD.setdefault((step.run_id, step.step.key), {})[str(version.table)] = held
-
-
-def release(context: dg.InputContext, version: staging.StagedVersion) -> None:
-    """Forget a version that is no longer staged (published, or swept meanwhile)."""
-    step = context.step_context
-    _HELD.get((step.run_id, step.step.key), {}).pop(str(version.table), None)
-
-
 def source_run(context: dg.InputContext) -> str | None:
     """The run whose staged version this input should read, if any.
 
@@ -130,14 +210,11 @@ def source_run(context: dg.InputContext) -> str | None:
     records the published version after), so it reads that run's version while it is still
     staged (and publishes it if the check now passes). Any other step that loads from another
     run reads the published table."""
-    try:
-        step = context.step_context
-    except dg.DagsterInvariantViolationError:
+    if not internals.in_run(context):
         return None
-    upstream = context.upstream_output
-    with contextlib.suppress(dg.DagsterInvariantViolationError):  # no run id: not from a run
-        if upstream is not None and upstream.run_id != RUN_ID_PLACEHOLDER:
-            return upstream.run_id
+    upstream = internals.upstream_run_id(context)
+    if upstream is not None:
+        return upstream
     current = _current_context()
     if not isinstance(current, dg.AssetCheckExecutionContext):
         return None
@@ -146,7 +223,8 @@ def source_run(context: dg.InputContext) -> str | None:
     partitions = context.asset_partition_keys if context.has_asset_partitions else [None]
     if len(partitions) != 1:
         return None
-    latest = next(_materializations(step.instance, context.asset_key, partitions[0]), None)
+    instance = internals.step_instance(context)
+    latest = next(_materializations(instance, context.asset_key, partitions[0]), None)
     if latest is None:
         return None
     return (latest.asset_materialization.tags or {}).get(REJECTED_RUN_TAG) or _made_by(latest)
@@ -156,65 +234,19 @@ def sweep(context: dg.OutputContext, root: UPath, path: UPath) -> None:
     """Before `path` is written: remove its staged versions left by finished runs. A run the
     instance does not know may belong to another instance sharing the data lake, so its
     versions are left alone."""
-    try:
-        step = context.step_context
-    except dg.DagsterInvariantViolationError:
+    if not internals.in_run(context):
         return
-    instance = step.instance
+    instance = internals.step_instance(context)
 
     def finished(run_id: str) -> bool:
         run = instance.get_run_by_id(run_id)
         return run is not None and run.is_finished
 
-    staging.sweep(root, path, step.run_id, finished)
-
-
-def record(result: dg.AssetCheckResult) -> None:
-    """Settle the check of `result` on the staged versions its step holds; publish each
-    version whose gating checks have now all settled."""
-    context = _current_context()
-    if context is None:  # a check function called directly, outside a run
-        return
-    op = context.op_execution_context
-    key = _check_key(result, op.selected_asset_check_keys)
-    versions = _HELD.get((op.run_id, op.get_step_execution_context().step.key), {})
-    if key is None or not versions:
-        return
-    name = check_id(key)
-    settled = result.passed or result.severity == dg.AssetCheckSeverity.WARN
-    for staged, held in list(versions.items()):
-        version = held.version
-        if settled and staging.record_pass(version, name):
-            op.log.info(f"{name} passed: published {version.published}")
-            versions.pop(staged, None)
-        elif not settled and name in (staging.required_checks(version) or []):
-            op.log.warning(
-                f"{name} failed: {version.published} keeps its last published version; "
-                f"the rejected one stays at {version.table}"
-            )
-        else:
-            continue
-        _SETTLED.setdefault(op.run_id, {})[staged] = held  # for `record_published`
-
-
-def record_published(context: dg.InitResourceContext) -> None:
-    """After a step (the IO manager's teardown): make the latest materialization of each
-    asset a check of the run settled here the one its published table came from.
-
-    Otherwise a child built later records a data version it did not read (after a failed
-    check), and the asset looks synced with code that was never published. That
-    materialization is recorded again, runless, with its tags (data, code and input versions)
-    and metadata. Not sooner: Dagster points a check's evaluation at the asset's latest
-    materialization as it logs it, and a failed one must stay on the rejected version."""
-    run, instance = context.run, context.instance
-    if run is None or instance is None:  # not in a run
-        return
-    for held in _SETTLED.pop(run.run_id, {}).values():
-        _record_published(instance, held, run.run_id, context.log)
+    staging.sweep(root, path, context.run_id, finished)
 
 
 def _record_published(
-    instance: dg.DagsterInstance, held: _Held, run_id: str, log: dg.DagsterLogManager | None
+    instance: dg.DagsterInstance, held: Staged, run_id: str, log: dg.DagsterLogManager | None
 ) -> None:
     name = held.asset_key.to_user_string() + (f"[{held.partition}]" if held.partition else "")
     published = staging.written_by(held.version.published)
@@ -285,8 +317,8 @@ def _check_key(
     return matching[0] if len(matching) == 1 else None
 
 
-def _current_context() -> dg.AssetExecutionContext | dg.AssetCheckExecutionContext | None:
-    getters: tuple[Callable[[], dg.AssetExecutionContext | dg.AssetCheckExecutionContext], ...]
+def _current_context() -> CurrentContext | None:
+    getters: tuple[Callable[[], CurrentContext], ...]
     getters = (dg.AssetExecutionContext.get, dg.AssetCheckExecutionContext.get)
     for get in getters:
         try:

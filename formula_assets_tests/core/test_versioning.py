@@ -17,7 +17,7 @@ from formula_assets.definitions import defs
 PACKAGE = Path(versioning.__file__).resolve().parents[1]
 # Modules that judge, show or schedule data but never make it (the boundary in docs/lineage.md).
 OUTSIDE = ("formula_assets.cli", "formula_assets.deploy", "formula_assets.core.versioning")
-OUTSIDE_DEFS = ("metadata", "checks", "automation")
+OUTSIDE_DEFS = ("metadata", "checks", "automation", "publication")
 
 
 def outside(module: str) -> bool:

@@ -16,6 +16,7 @@ from formula_assets.cli.refresh import RefreshError, observe_sentence_model, ref
 from formula_assets.cli.stale import stale_entries
 from formula_assets.core.arrow import vectors as matrix
 from formula_assets.defs.automation import automation_sensor
+from formula_assets.defs.conventions import with_conventions
 from formula_assets.defs.io_managers import DataLakeIOManager
 from formula_assets.defs.resources.sentence_embedder import SentenceEmbedderResource
 from formula_assets.defs.semantics.concept_annotations import concept_annotations
@@ -59,7 +60,7 @@ def fixture_graphs() -> pa.Table:
 
 
 def definitions(tmp_path: Path) -> dg.Definitions:
-    return dg.Definitions(
+    defs = dg.Definitions(
         assets=[
             sentence_model,
             fixture_formulae,
@@ -81,6 +82,7 @@ def definitions(tmp_path: Path) -> dg.Definitions:
             "sentence_embedder": SentenceEmbedderResource(cache_path=str(tmp_path / "cache")),
         },
     )
+    return with_conventions(defs)
 
 
 def observed(instance: dg.DagsterInstance) -> str | None:

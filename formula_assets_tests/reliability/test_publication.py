@@ -32,7 +32,7 @@ from formula_assets.defs.ingest.wikidata_formulae import (
     wikidata_formulae_unique_qid,
 )
 from formula_assets.defs.io_managers import DataLakeIOManager
-from formula_assets.defs.publication import REJECTED_RUN_TAG
+from formula_assets.defs.publication import REJECTED_RUN_TAG, settle
 from formula_assets.defs.resources.wikidata import WikidataResource
 from formula_assets.defs.syntax.opt_graphs import parse_formulae
 from formula_assets.ingest.records import VOLATILE_COLUMNS, FormulaRecord, records_to_table
@@ -254,7 +254,7 @@ def warned_counts(config: RowsConfig) -> dg.Output[pa.Table]:
 @dg.asset_check(asset=warned_counts, blocking=True)
 def counts_at_most_three(counts: pa.Table) -> dg.AssetCheckResult:
     outcome = Outcome(counts.num_rows <= 3, f"{counts.num_rows} rows")
-    return check_result(outcome, dg.AssetCheckSeverity.WARN)
+    return settle(check_result(outcome, dg.AssetCheckSeverity.WARN))
 
 
 @dg.asset

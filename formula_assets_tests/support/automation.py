@@ -7,6 +7,7 @@ from pathlib import Path
 import dagster as dg
 
 from formula_assets.defs.automation import automation_sensor, weekly_probe_schedule
+from formula_assets.defs.conventions import with_conventions
 from formula_assets.defs.ingest.wikidata_formulae import wikidata_formulae
 from formula_assets.defs.ingest.wikidata_probe import wikidata_probe
 from formula_assets.defs.io_managers import DataLakeIOManager
@@ -16,7 +17,7 @@ from formula_assets.defs.syntax.opt_graphs import parse_formulae
 
 
 def definitions(lake: Path, endpoint: str, source: str = "sparql") -> dg.Definitions:
-    return dg.Definitions(
+    defs = dg.Definitions(
         assets=[wikidata_probe, wikidata_formulae, parse_formulae, concept_annotations],
         schedules=[weekly_probe_schedule(wikidata_probe)],
         sensors=[automation_sensor()],
@@ -25,6 +26,7 @@ def definitions(lake: Path, endpoint: str, source: str = "sparql") -> dg.Definit
             "wikidata": WikidataResource(source=source, sparql_endpoint=endpoint, max_retries=0),
         },
     )
+    return with_conventions(defs)
 
 
 def observe(defs: dg.Definitions, instance: dg.DagsterInstance) -> str:
@@ -42,7 +44,7 @@ def requested(result: dg.EvaluateAutomationConditionsResult) -> set[str]:
 
 
 def materialize(defs: dg.Definitions, instance: dg.DagsterInstance, keys: set[str]) -> None:
-    assets = [wikidata_formulae, parse_formulae, concept_annotations]
+    assets = [a for a in defs.assets or [] if isinstance(a, dg.AssetsDefinition)]
     result = dg.materialize(
         assets,
         selection=sorted(keys),

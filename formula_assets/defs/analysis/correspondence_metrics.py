@@ -7,10 +7,9 @@ from pydantic import Field
 from formula_assets.analysis.checks import every_formula_has_both_vectors, metrics_in_range
 from formula_assets.core.arrow import aligned_matrices
 from formula_assets.core.hashing import table_content_hash
-from formula_assets.core.versioning import code_version
 from formula_assets.defs import metadata
-from formula_assets.defs.automation import AUTOMATION
 from formula_assets.defs.checks import check_result, schema_contract
+from formula_assets.defs.publication import settle
 from formula_assets.defs.resources.data_lake import DataLakeResource
 
 DESCRIPTION = (
@@ -39,11 +38,8 @@ class CorrespondenceConfig(dg.Config):
 
 @dg.asset(
     group_name="analysis",
-    code_version=code_version(__name__),
-    automation_condition=AUTOMATION,
     description=DESCRIPTION,
     kinds={"scipy", "parquet"},
-    owners=["team:formula-assets"],
 )
 def correspondence_metrics(
     context: dg.AssetExecutionContext,
@@ -99,7 +95,7 @@ def correspondence_metrics(
 @dg.asset_check(asset=correspondence_metrics, blocking=True)
 def correspondence_metrics_in_range(correspondence_metrics: pa.Table) -> dg.AssetCheckResult:
     """Every metric present, finite and in its valid range; R@1 ≤ R@5 ≤ R@10."""
-    return check_result(metrics_in_range(correspondence_metrics))
+    return settle(check_result(metrics_in_range(correspondence_metrics)))
 
 
 @dg.asset_check(
@@ -117,8 +113,10 @@ def correspondence_inputs_complete(
     semantic_embeddings: pa.Table,
 ) -> dg.AssetCheckResult:
     """Every parsed formula has a structural and a semantic vector, so Table 1 covers all."""
-    return check_result(
-        every_formula_has_both_vectors(opt_graphs, structural_embeddings, semantic_embeddings)
+    return settle(
+        check_result(
+            every_formula_has_both_vectors(opt_graphs, structural_embeddings, semantic_embeddings)
+        )
     )
 
 

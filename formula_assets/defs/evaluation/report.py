@@ -7,8 +7,6 @@ import pyarrow as pa
 
 from formula_assets.analysis.figures import FIGURE_DIR
 from formula_assets.core.hashing import bytes_hash
-from formula_assets.core.versioning import code_version
-from formula_assets.defs.automation import AUTOMATION
 from formula_assets.defs.history import versions
 from formula_assets.defs.resources.data_lake import DataLakeResource
 
@@ -33,10 +31,7 @@ INPUTS = (
 @dg.asset(
     name="report",
     group_name="evaluation",
-    code_version=code_version(__name__),
-    automation_condition=AUTOMATION,
     kinds={"html", "markdown"},
-    owners=["team:formula-assets"],
 )
 def report_document(
     context: dg.AssetExecutionContext,

@@ -13,10 +13,9 @@ import numpy as np
 import pyarrow as pa
 
 from formula_assets.core.hashing import table_content_hash
-from formula_assets.core.versioning import code_version
 from formula_assets.defs import metadata
-from formula_assets.defs.automation import AUTOMATION
 from formula_assets.defs.checks import check_result, schema_contract
+from formula_assets.defs.publication import settle
 from formula_assets.evaluation.checks import (
     scores_beat_chance,
     scores_complete,
@@ -24,7 +23,6 @@ from formula_assets.evaluation.checks import (
 )
 from formula_assets.methods import registry
 
-OWNERS = ["team:formula-assets"]
 SCORES = "retrieval_scores"
 ENSEMBLE_CHOICES = "ensemble_choices"
 SIGNIFICANCE = "significance_tests"
@@ -41,14 +39,7 @@ DESCRIPTIONS = {
     group_name="evaluation",
     can_subset=True,
     outs={
-        name: dg.AssetOut(
-            code_version=code_version(__name__),
-            automation_condition=AUTOMATION,
-            description=description,
-            kinds={"python", "parquet"},
-            owners=OWNERS,
-            is_required=False,
-        )
+        name: dg.AssetOut(description=description, kinds={"python", "parquet"}, is_required=False)
         for name, description in DESCRIPTIONS.items()
     },
 )
@@ -132,20 +123,20 @@ def _table(name: str, table: pa.Table, **entries: object) -> dg.Output:
 @dg.asset_check(asset=SCORES, blocking=True)
 def retrieval_scores_complete(retrieval_scores: pa.Table) -> dg.AssetCheckResult:
     """All 5 folds × every method × both directions are scored, once each."""
-    return check_result(scores_complete(retrieval_scores, registry.lineup().names))
+    return settle(check_result(scores_complete(retrieval_scores, registry.lineup().names)))
 
 
 @dg.asset_check(asset=SCORES, blocking=True)
 def retrieval_scores_consistent(retrieval_scores: pa.Table) -> dg.AssetCheckResult:
     """R@1 ≤ R@5 ≤ R@10 ≤ 1 and 0 ≤ MRR ≤ 1 in every row."""
-    return check_result(scores_consistent(retrieval_scores))
+    return settle(check_result(scores_consistent(retrieval_scores)))
 
 
 @dg.asset_check(asset=SCORES)
 def retrieval_scores_beat_chance(retrieval_scores: pa.Table) -> dg.AssetCheckResult:
     """Every trained method's R@10 ≥ 3× chance (10 / candidates) in every fold and direction
     (for small pools: at least halfway from chance to 1)."""
-    return check_result(scores_beat_chance(retrieval_scores, registry.lineup().judged))
+    return settle(check_result(scores_beat_chance(retrieval_scores, registry.lineup().judged)))
 
 
 retrieval_scores_schema = schema_contract([SCORES, ENSEMBLE_CHOICES, SIGNIFICANCE])

@@ -6,19 +6,15 @@ import pyarrow as pa
 from formula_assets.core.arrow import embedding_matrix, recorded_identity, recorded_model
 from formula_assets.core.hashing import table_content_hash
 from formula_assets.core.protocol import DIRECTIONS
-from formula_assets.core.versioning import code_version
-from formula_assets.defs.automation import AUTOMATION
 from formula_assets.defs.checks import check_result, schema_contract
+from formula_assets.defs.publication import settle
 from formula_assets.search.checks import index_complete
 from formula_assets.search.index import build_search_index
 
 
 @dg.asset(
     group_name="evaluation",
-    code_version=code_version(__name__),
-    automation_condition=AUTOMATION,
     kinds={"python", "parquet"},
-    owners=["team:formula-assets"],
 )
 def search_index(
     context: dg.AssetExecutionContext,
@@ -70,7 +66,7 @@ def search_index(
 @dg.asset_check(asset=search_index, blocking=True)
 def search_index_complete(search_index: pa.Table) -> dg.AssetCheckResult:
     """Every fold indexes every method over the same formulae, with finite vectors."""
-    return check_result(index_complete(search_index))
+    return settle(check_result(index_complete(search_index)))
 
 
 search_index_schema = schema_contract([search_index])

@@ -9,11 +9,10 @@ from pydantic import Field
 
 from formula_assets.core.hashing import table_content_hash
 from formula_assets.core.settings import Settings
-from formula_assets.core.versioning import code_version
-from formula_assets.defs.automation import AUTOMATION
 from formula_assets.defs.checks import check_result, schema_contract
 from formula_assets.defs.history import last_count
 from formula_assets.defs.metadata import preview
+from formula_assets.defs.publication import settle
 from formula_assets.defs.resources.wikidata import WikidataResource
 from formula_assets.ingest import sources
 from formula_assets.ingest.checks import (
@@ -50,10 +49,7 @@ class WikidataFormulaeConfig(dg.Config):
 @dg.asset(
     group_name="ingest",
     deps=["wikidata_probe"],
-    automation_condition=AUTOMATION,
-    code_version=code_version(__name__),
     kinds={"python", "parquet"},
-    owners=["team:formula-assets"],
     tags={"source": "wikidata"},
 )
 def wikidata_formulae(
@@ -116,26 +112,26 @@ def wikidata_formulae(
 @dg.asset_check(asset=wikidata_formulae, blocking=True)
 def wikidata_formulae_unique_qid(wikidata_formulae: pa.Table) -> dg.AssetCheckResult:
     """Every item appears once: downstream joins rely on it."""
-    return check_result(unique_qids(wikidata_formulae))
+    return settle(check_result(unique_qids(wikidata_formulae)))
 
 
 @dg.asset_check(asset=wikidata_formulae)
 def wikidata_formulae_mathml_present(wikidata_formulae: pa.Table) -> dg.AssetCheckResult:
     """Every item carries a MathML formula (those without one are rejected by the parser)."""
-    return check_result(mathml_present(wikidata_formulae))
+    return settle(check_result(mathml_present(wikidata_formulae)))
 
 
 @dg.asset_check(asset=wikidata_formulae)
 def wikidata_formulae_has_concepts(wikidata_formulae: pa.Table) -> dg.AssetCheckResult:
     """Items without linked concepts only have their own label and description as semantics."""
-    return check_result(has_concepts(wikidata_formulae), dg.AssetCheckSeverity.WARN)
+    return settle(check_result(has_concepts(wikidata_formulae), dg.AssetCheckSeverity.WARN))
 
 
 @dg.asset_check(asset=wikidata_formulae, blocking=True)
 def wikidata_formulae_row_count(wikidata_formulae: pa.Table) -> dg.AssetCheckResult:
     """A pull far below the expected size is broken; FORMULA_ASSETS_MIN_FORMULAE sets the floor."""
     floor = Settings.from_environment().min_formulae
-    return check_result(row_count_floor(wikidata_formulae, floor))
+    return settle(check_result(row_count_floor(wikidata_formulae, floor)))
 
 
 wikidata_formulae_schema = schema_contract([wikidata_formulae])

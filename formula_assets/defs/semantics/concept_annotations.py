@@ -4,21 +4,14 @@ import dagster as dg
 import pyarrow as pa
 
 from formula_assets.core.hashing import table_content_hash
-from formula_assets.core.versioning import code_version
-from formula_assets.defs.automation import AUTOMATION
 from formula_assets.defs.checks import schema_contract
 from formula_assets.defs.metadata import preview
 from formula_assets.semantics.annotations import build_annotations
 
-OWNERS = ["team:formula-assets"]
-
 
 @dg.asset(
     group_name="semantics",
-    code_version=code_version(__name__),
-    automation_condition=AUTOMATION,
     kinds={"python", "parquet"},
-    owners=OWNERS,
 )
 def concept_annotations(context: dg.AssetExecutionContext, wikidata_formulae: pa.Table):
     """Each formula's distinct annotation texts: item and concept labels and descriptions."""

@@ -13,14 +13,12 @@ from pydantic import Field
 
 from formula_assets.core.arrow import with_expected_dimension, with_model
 from formula_assets.core.hashing import table_content_hash
-from formula_assets.core.versioning import code_version
-from formula_assets.defs.automation import AUTOMATION
 from formula_assets.defs.checks import vectors_valid_check
+from formula_assets.defs.metadata import step_cost
 from formula_assets.defs.resources.sentence_embedder import SentenceEmbedderResource
 from formula_assets.semantics.models import ProgressLog
 from formula_assets.semantics.tables import opt_text_vectors, semantic_vectors, token_vectors
 
-OWNERS = ["team:formula-assets"]
 SENTENCE_MODEL = "sentence_model"  # the observable source of the model's identity
 
 
@@ -68,10 +66,8 @@ def _embedding_metadata(embedder, stats, table: pa.Table) -> dict:
 @dg.asset(
     group_name="semantics",
     deps=[SENTENCE_MODEL],
-    code_version=code_version(__name__),
-    automation_condition=AUTOMATION,
     kinds={"pytorch", "parquet"},
-    owners=OWNERS,
+    metadata=step_cost(2.0),
 )
 def semantic_embeddings(
     context: dg.AssetExecutionContext,
@@ -102,10 +98,8 @@ def semantic_embeddings(
 @dg.asset(
     group_name="semantics",
     deps=[SENTENCE_MODEL],
-    code_version=code_version(__name__),
-    automation_condition=AUTOMATION,
     kinds={"pytorch", "parquet"},
-    owners=OWNERS,
+    metadata=step_cost(2.0),
 )
 def opt_text_embeddings(
     context: dg.AssetExecutionContext,
@@ -125,10 +119,8 @@ def opt_text_embeddings(
 @dg.asset(
     group_name="semantics",
     deps=[SENTENCE_MODEL],
-    code_version=code_version(__name__),
-    automation_condition=AUTOMATION,
     kinds={"pytorch", "parquet"},
-    owners=OWNERS,
+    metadata=step_cost(1.0),
 )
 def opt_token_embeddings(
     context: dg.AssetExecutionContext,

@@ -15,15 +15,13 @@ import pyarrow as pa
 
 from formula_assets.core.hashing import table_content_hash
 from formula_assets.core.settings import Settings
-from formula_assets.core.versioning import code_version
 from formula_assets.defs import metadata
-from formula_assets.defs.automation import AUTOMATION
 from formula_assets.defs.checks import check_result, schema_contract
 from formula_assets.defs.metadata import markdown_table, preview
+from formula_assets.defs.publication import settle
 from formula_assets.syntax.checks import graphs_are_trees, one_graph_per_formula, reject_rate
 from formula_assets.syntax.opt import build_opt_graphs, parse_options
 
-OWNERS = ["team:formula-assets"]
 ONE_PER_FORMULA = "opt_graphs_one_per_formula"
 ARE_TREES = "opt_graphs_are_trees"
 REJECT_RATE = "opt_graphs_reject_rate"
@@ -41,20 +39,14 @@ CHECKS = {
     can_subset=True,
     outs={
         "opt_graphs": dg.AssetOut(
-            code_version=code_version(__name__),
-            automation_condition=AUTOMATION,
             description="Operator tree (OPT) of every formula that parses: nodes in preorder, "
             "typed symbol/operator/function, edges with role and child position.",
             kinds={"python", "parquet"},
-            owners=OWNERS,
             is_required=False,
         ),
         "rejected_formulae": dg.AssetOut(
-            code_version=code_version(__name__),
-            automation_condition=AUTOMATION,
             description="Formulae that failed parsing, with the stage, the reason and an excerpt.",
             kinds={"python", "parquet"},
-            owners=OWNERS,
             is_required=False,
         ),
     },
@@ -88,7 +80,8 @@ def parse_formulae(context: dg.AssetExecutionContext, wikidata_formulae: pa.Tabl
         REJECT_RATE: lambda: reject_rate(graphs, rejected),
     }
     for key in context.selected_asset_check_keys:
-        yield check_result(outcomes[key.name](), asset_key=key.asset_key, check_name=key.name)
+        result = check_result(outcomes[key.name](), asset_key=key.asset_key, check_name=key.name)
+        yield settle(result)
 
 
 def _graphs_output(graphs: pa.Table, rejected: pa.Table, rate: float, seconds: float) -> dg.Output:

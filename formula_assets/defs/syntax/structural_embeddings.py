@@ -8,8 +8,6 @@ from pydantic import Field
 
 from formula_assets.core.arrow import embedding_table, with_expected_dimension
 from formula_assets.core.hashing import table_content_hash
-from formula_assets.core.versioning import code_version
-from formula_assets.defs.automation import AUTOMATION
 from formula_assets.defs.checks import vectors_valid_check
 from formula_assets.syntax.wl_svd import DEFAULT_DIMENSIONS
 
@@ -26,10 +24,7 @@ class StructuralConfig(dg.Config):
 
 @dg.asset(
     group_name="syntax",
-    code_version=code_version(__name__),
-    automation_condition=AUTOMATION,
     kinds={"scikitlearn", "parquet"},
-    owners=["team:formula-assets"],
 )
 def structural_embeddings(
     context: dg.AssetExecutionContext, config: StructuralConfig, opt_graphs: pa.Table

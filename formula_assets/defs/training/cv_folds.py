@@ -5,19 +5,15 @@ import pyarrow as pa
 
 from formula_assets.core.hashing import table_content_hash
 from formula_assets.core.protocol import FOLDS
-from formula_assets.core.versioning import code_version
-from formula_assets.defs.automation import AUTOMATION
 from formula_assets.defs.checks import check_result, schema_contract
+from formula_assets.defs.publication import settle
 from formula_assets.training.checks import folds_valid
 from formula_assets.training.folds import assign_folds
 
 
 @dg.asset(
     group_name="training",
-    code_version=code_version(__name__),
-    automation_condition=AUTOMATION,
     kinds={"python", "parquet"},
-    owners=["team:formula-assets"],
 )
 def cv_folds(wikidata_formulae: pa.Table):
     """Fold 1–5 per formula: the paper's published fold where known, else a hash of the QID."""
@@ -49,7 +45,7 @@ def cv_folds_cover_every_formula(
     cv_folds: pa.Table, wikidata_formulae: pa.Table
 ) -> dg.AssetCheckResult:
     """Each formula in exactly one fold of 1–5, no fold empty."""
-    return check_result(folds_valid(cv_folds, wikidata_formulae))
+    return settle(check_result(folds_valid(cv_folds, wikidata_formulae)))
 
 
 cv_folds_schema = schema_contract([cv_folds])

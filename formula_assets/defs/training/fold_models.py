@@ -15,10 +15,8 @@ from formula_assets.core.protocol import FOLDS
 from formula_assets.core.settings import Settings, vectors_problem
 from formula_assets.core.versioning import code_version
 from formula_assets.defs import metadata
-from formula_assets.defs.automation import AUTOMATION
 from formula_assets.methods import registry
 
-OWNERS = ["team:formula-assets"]
 FOLD_MODEL_PARTITIONS = dg.MultiPartitionsDefinition(
     {
         "fold": dg.StaticPartitionsDefinition([str(f) for f in FOLDS]),
@@ -38,11 +36,9 @@ class TrainingConfig(dg.Config):
     group_name="training",
     partitions_def=FOLD_MODEL_PARTITIONS,
     io_manager_key="model_io_manager",
-    code_version=code_version(__name__),
-    automation_condition=AUTOMATION,
     kinds={"pytorch", "safetensors"},
-    owners=OWNERS,
     pool="training",
+    metadata=metadata.step_cost(1.0, partitions={"graph_text_cl": 3.0}),
 )
 def fold_models(
     context: dg.AssetExecutionContext,
