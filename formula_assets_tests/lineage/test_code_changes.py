@@ -22,7 +22,7 @@ from formula_assets_tests.support.pipeline import (
 
 DOWNSTREAM_OF_OPT = {
     "correspondence_metrics", "fold_models×10", "retrieval_scores", "ensemble_choices",
-    "significance_tests", "search_index", "report",
+    "significance_tests", "search_index", "annotation_audit", "report",
 }  # fmt: skip
 RENAME_POWER = {
     "syntax/mathml.py": lambda s: s.replace('"msup": ("power",', '"msup": ("superscript",')
