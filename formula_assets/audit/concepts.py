@@ -1,14 +1,20 @@
-"""Concepts an item's annotation may lack, and the symbol of its formula they may name.
+"""How well each annotated concept fits its formula, and the concepts an annotation may lack.
 
-The vocabulary is every concept annotated on some item of the corpus. A concept c is scored
-for item i by the alignment gain of adding it: the ensemble's score of i's formula against i's
-annotation with c added (the real annotation text builder, `semantics.annotations`, so c's
-label and description join the texts unless already there) minus its score against i's
-annotation as it is. Annotation vectors are built as `semantic_embeddings` builds them (the
-sum or mean of the texts' sentence vectors, the table's recorded aggregation), then mapped by
-each fold model's semantic side (`Method.text_vector`). Scoring every concept this way is one
-encoder pass per (item, concept); a first pass keeps the `SHORTLIST` concepts whose own text
-vector lies closest to the formula in the ensemble's space, and only those are scored exactly.
+The vocabulary is every concept annotated on some item of the corpus. Each concept's own
+annotation vector (its label and description, aggregated as `semantic_embeddings` aggregates
+texts) is mapped by each fold model's semantic side (`Method.text_vector`); the formula's
+association with a concept is the cosine of its structural vector to that concept vector,
+weighted over the ensemble's members with the fold's weights.
+
+* Concept fit: the percentile of an annotated concept among the whole vocabulary by that
+  association (0: the formula's most associated concept, 1: its least). The suspicion of an
+  item is the mean of its concepts' percentiles averaged with the worst one: a concept set
+  taken from another formula has high percentiles throughout, one wrong concept has one.
+* Missing concepts: the `SHORTLIST` concepts the formula is most associated with, less those
+  the item has, ordered by how close each concept's sentence vector lies to the item's own
+  annotation vector (a concept of this formula that fits what the item is about).
+
+Both were chosen on the folds' validation splits (docs/audit.md), never on a test fold.
 
 The symbol: the formula's identifiers (the lettered symbol tokens of its operator tree) that
 no annotated concept's symbol (qualifier P7235, `symbol_mathml`) covers are unannotated; a
@@ -18,13 +24,12 @@ suggested concept names one of them when the corpus uses it as that concept's sy
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from formula_assets.audit.scores import candidate_hubness, candidate_scores, training_structural
 from formula_assets.methods import registry
 from formula_assets.methods.base import LoadedModel
 from formula_assets.search.layout import ServingVectors
@@ -52,7 +57,7 @@ class Concept:
 class Suggestion:
     qid: str
     label: str | None
-    gain: float
+    score: float  # closeness to the item's annotation (cosine of sentence vectors)
     symbol: str | None
 
 
@@ -161,17 +166,25 @@ class ConceptSuggester:
         concepts: Mapping[str, Concept],
         texts: TextVectors,
         aggregation: str,
-        encode: Callable[[np.ndarray, Sequence[str]], dict[str, np.ndarray]] | None = None,
+        weights: Mapping[str, float] | None = None,
     ) -> None:
+        """`weights`: the members weighed (default: the fold's ensemble; one method alone
+        for a baseline)."""
         self.vectors = vectors
         self.concepts = concepts
         self.texts = texts
         self.aggregation = aggregation
-        self.members = [m for m, w in vectors.weights.items() if w]
-        self.encode = encode or (lambda x, methods: semantic_side(x, models, methods))
+        self.weights = dict(weights if weights is not None else vectors.weights)
+        self.members = [m for m, w in self.weights.items() if w]
+        self.encode = lambda x, methods: semantic_side(x, models, methods)
         self.order = list(concepts)
         own = np.stack(
             [annotation_vector(concept_texts(concepts[q]), texts, aggregation) for q in self.order]
+        )
+        self.position = {q: i for i, q in enumerate(self.order)}
+        # the concepts' sentence vectors, unit length (closeness to an item's annotation)
+        self.concept_inputs = np.asarray(own, dtype=np.float64) / np.maximum(
+            np.linalg.norm(own, axis=1, keepdims=True), 1e-12
         )
         spaces = self.encode(own, self.members)
         # the concepts' own vectors, unit length, per member: the shortlist's space
@@ -188,7 +201,7 @@ class ConceptSuggester:
         for m in self.members:
             formulae = np.asarray(self.vectors.spaces[m][0][list(rows)], dtype=np.float64)
             formulae /= np.maximum(np.linalg.norm(formulae, axis=1, keepdims=True), 1e-12)
-            total += self.vectors.weights[m] * (formulae @ self.concept_space[m].T)
+            total += self.weights[m] * (formulae @ self.concept_space[m].T)
         return total
 
     def shortlist(
@@ -198,58 +211,50 @@ class ConceptSuggester:
         ranked = np.argsort(-association, kind="stable")[: size + len(exclude)]
         return [self.order[i] for i in ranked if self.order[i] not in exclude][:size]
 
+    def concept_fit(
+        self, rows: Sequence[int], items: Sequence[Mapping[str, Any]]
+    ) -> list[dict[str, float]]:
+        """Per item: each annotated concept's percentile among the vocabulary by the
+        formula's association (0 best, 1 worst)."""
+        association = self.association(rows)
+        position = {q: i for i, q in enumerate(self.order)}
+        out = []
+        for n, item in enumerate(items):
+            fit = {}
+            for concept in item.get("concepts") or []:
+                at = position.get(concept.get("qid"))
+                if at is not None:
+                    fit[concept["qid"]] = float(
+                        (association[n] > association[n][at]).sum() / max(len(self.order) - 1, 1)
+                    )
+            out.append(fit)
+        return out
+
     def suggest(
         self, rows: Sequence[int], items: Sequence[Mapping[str, Any]], top: int = SUGGESTED
     ) -> list[list[Suggestion]]:
-        """Per item (at its row of the fold): the vocabulary's concepts it lacks, by alignment
-        gain, best first. All candidate annotations of the fold are encoded in one batch."""
-        plans: list[tuple[int, Mapping[str, Any], list[str], int]] = []
-        inputs: list[np.ndarray] = []
+        """Per item (at its row of the fold): the concepts of the formula's shortlist that it
+        lacks, closest to its own annotation first."""
         association = self.association(rows)
-        for n, (row, item) in enumerate(zip(rows, items, strict=True)):
+        out = []
+        for n, item in enumerate(items):
             present = {c.get("qid") for c in item.get("concepts") or []}
             own_texts = annotation_texts(item)
-            candidates = self.shortlist(association[n], present) if own_texts else []
-            plans.append((row, item, candidates, len(inputs)))
-            if not candidates:
-                continue
-            inputs.append(annotation_vector(own_texts, self.texts, self.aggregation))
-            base = list(item.get("concepts") or [])
-            for qid in candidates:
-                edited = with_concepts(item, [*base, concept_entry(self.concepts[qid])])
-                inputs.append(
-                    annotation_vector(annotation_texts(edited), self.texts, self.aggregation)
-                )
-        if not inputs:
-            return [[] for _ in plans]
-        encoded = self.encode(np.stack(inputs), self.members)
-        hubs = {
-            m: candidate_hubness(
-                encoded[m], training_structural(self.vectors, m), self.vectors.hubness_k
-            )
-            for m in self.members
-        }
-        out = []
-        for row, item, candidates, start in plans:
-            if not candidates:
+            if not own_texts:
                 out.append([])
                 continue
-            part = slice(start, start + len(candidates) + 1)
-            scores = candidate_scores(
-                self.vectors,
-                row,
-                {m: encoded[m][part] for m in self.members},
-                {m: hubs[m][part] for m in self.members},
-            )
-            gains = scores[1:] - scores[0]
+            candidates = self.shortlist(association[n], present)
+            own = annotation_vector(own_texts, self.texts, self.aggregation).astype(np.float64)
+            own /= max(np.linalg.norm(own), 1e-12)
+            closeness = [float(self.concept_inputs[self.position[q]] @ own) for q in candidates]
             free = set(unannotated_symbols(item))
-            order = np.argsort(-gains, kind="stable")[:top]
+            order = np.argsort(-np.asarray(closeness), kind="stable")[:top]
             out.append(
                 [
                     Suggestion(
                         qid,
                         self.concepts[qid].label,
-                        float(gains[i]),
+                        closeness[i],
                         next((s for s in sorted(self.concepts[qid].symbols) if s in free), None),
                     )
                     for i in order
@@ -257,3 +262,11 @@ class ConceptSuggester:
                 ]
             )
         return out
+
+
+def suspicion(fit: Mapping[str, float]) -> float | None:
+    """½ (mean + worst) of an item's concept percentiles; None without concepts."""
+    if not fit:
+        return None
+    values = list(fit.values())
+    return (float(np.mean(values)) + max(values)) / 2

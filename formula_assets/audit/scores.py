@@ -6,14 +6,11 @@ pool is all items' annotations, and all items' formulae). The ensemble is Table 
 fold's members, weights and hubness k that the selection split chose, as the search index
 recorded them, scored by `evaluation.ensemble`; ranks come from `evaluation.ranking`.
 
-The suspicion of an item is how far its own pair falls below the best other pair, averaged
-over both directions:
-
-    suspicion = ½ (max_{j≠i} s(fᵢ, aⱼ) − s(fᵢ, aᵢ)) + ½ (max_{j≠i} s(aᵢ, fⱼ) − s(aᵢ, fᵢ))
-
-with s the ensemble score (hubness-corrected cosines, weighted). Fixed a priori, not tuned:
-positive means some other item's annotation fits this formula better (or this annotation
-fits another formula better) than its own, in the models' eyes.
+Per item and direction: the rank of its own pair (1 = best; a tie counts against it), the
+margin by which the best other pair beats it (max_{j≠i} s(fᵢ, aⱼ) − s(fᵢ, aᵢ), positive when
+another item's annotation fits its formula better), and the items the models prefer. The
+item's suspicion is computed per concept (`audit.concepts`): the pair margin measured on the
+validation splits separated corrupted annotations less well (docs/audit.md).
 """
 
 from __future__ import annotations
@@ -46,7 +43,8 @@ class PairScores:
     preferred_formulae: np.ndarray
 
     @property
-    def suspicion(self) -> np.ndarray:
+    def margin(self) -> np.ndarray:
+        """How far the own pair falls below the best other one, both directions averaged."""
         return (self.forward_margin + self.backward_margin) / 2
 
 
@@ -130,24 +128,6 @@ def with_semantic(
 def candidate_hubness(semantic: np.ndarray, train_structural: np.ndarray, k: int) -> np.ndarray:
     """Annotation vectors' hubness as candidates, as `search.index` stores it."""
     return hubness(semantic, train_structural, k)
-
-
-def candidate_scores(
-    vectors: ServingVectors,
-    row: int,
-    semantic: Mapping[str, np.ndarray],
-    semantic_hubness: Mapping[str, np.ndarray],
-) -> np.ndarray:
-    """The ensemble's formula → annotation scores of one item's formula against candidate
-    annotation vectors that are not in the index (per member, one row per candidate, with
-    their `candidate_hubness`): the same scorers as `ensemble_pair_scorers`."""
-    spaces, hubs = {}, {}
-    for method in vectors.weights:
-        spaces[method] = (vectors.spaces[method][0][[row]], np.asarray(semantic[method]))
-        hubs[method] = SpaceHubness(np.zeros(1), np.asarray(semantic_hubness[method]))
-    choice = EnsembleChoice(dict(vectors.weights), vectors.hubness_k)
-    forward, _ = ensemble_scorers(choice, spaces, hubs)
-    return np.asarray(forward.block(np.array([0])), dtype=np.float64)[0]
 
 
 def training_structural(vectors: ServingVectors, method: str) -> np.ndarray:

@@ -14,6 +14,7 @@ from formula_assets.audit.concepts import (
     ConceptSuggester,
     Suggestion,
     TextVectors,
+    suspicion,
     unannotated_symbols,
     vocabulary,
 )
@@ -25,13 +26,21 @@ from formula_assets.search.layout import HELD_OUT, serving_vectors
 
 WIKIDATA = "https://www.wikidata.org/wiki/"
 TOP_ITEMS = 25  # the metadata's and the report's table
+WORST_FIT = 0.5  # a concept this far down the formula's vocabulary is named in the finding
 
 SUGGESTION = pa.struct(
     [
         ("qid", pa.string()),
         ("label", pa.string()),
-        ("gain", pa.float64()),
-        ("symbol", pa.string()),
+        ("score", pa.float64()),  # closeness to the item's annotation
+        ("symbol", pa.string()),  # the unannotated identifier it may stand for
+    ]
+)
+FIT = pa.struct(
+    [
+        ("qid", pa.string()),
+        ("label", pa.string()),
+        ("percentile", pa.float64()),  # among the vocabulary for this formula: 0 best, 1 worst
     ]
 )
 AUDIT_SCHEMA = pa.schema(
@@ -48,7 +57,8 @@ AUDIT_SCHEMA = pa.schema(
         ("rank_annotation_to_formula", pa.int32()),
         ("margin_formula_to_annotation", pa.float64()),
         ("margin_annotation_to_formula", pa.float64()),
-        ("suspicion", pa.float64()),
+        ("suspicion", pa.float64()),  # ½ (mean + worst) concept percentile; null: no concepts
+        ("concept_fit", pa.list_(FIT)),  # the item's concepts, worst fitting first
         ("preferred_annotations", pa.list_(pa.string())),  # items whose annotation fits better
         ("preferred_formulae", pa.list_(pa.string())),  # items whose formula fits better
         ("missing_concepts", pa.list_(SUGGESTION)),
@@ -96,7 +106,7 @@ def build_audit(
                 reason = f"not held out in the search index of its fold {fold}"
             entry = {"scored": False, "reason": reason}
         out.append(_row(qid, row, fold, entry, labels))
-    out.sort(key=lambda r: (not r["scored"], -(r["suspicion"] or 0.0), r["qid"]))
+    out.sort(key=lambda r: (r["suspicion"] is None, -(r["suspicion"] or 0.0), r["qid"]))
     return pa.Table.from_pylist(out, schema=AUDIT_SCHEMA)
 
 
@@ -127,9 +137,11 @@ def _audit_fold(
     qids = vectors.qids
     items = [by_qid[qids[r]] for r in rows]
     suggestions = suggester.suggest([int(r) for r in rows], items)
+    fits = suggester.concept_fit([int(r) for r in rows], items)
     out = {}
     for i, r in enumerate(rows):
         item = items[i]
+        labels = {c.get("qid"): c.get("label") for c in item.get("concepts") or []}
         out[qids[r]] = {
             "scored": True,
             "reason": None if item.get("concepts") else "no concepts annotated",
@@ -138,7 +150,11 @@ def _audit_fold(
             RANKS[1]: int(scores.backward_rank[i]),
             "margin_formula_to_annotation": float(scores.forward_margin[i]),
             "margin_annotation_to_formula": float(scores.backward_margin[i]),
-            "suspicion": float(scores.suspicion[i]),
+            "suspicion": suspicion(fits[i]),
+            "concept_fit": [
+                {"qid": q, "label": labels.get(q), "percentile": p}
+                for q, p in sorted(fits[i].items(), key=lambda kv: -kv[1])
+            ],
             "preferred_annotations": [qids[j] for j in scores.preferred_annotations[i]],
             "preferred_formulae": [qids[j] for j in scores.preferred_formulae[i]],
             "missing_concepts": suggestions[i],
@@ -164,7 +180,7 @@ def _row(
         **{k: None for k in AUDIT_SCHEMA.names if k not in ("qid", "label", "url", "fold")},
         **entry,
         "missing_concepts": [
-            {"qid": s.qid, "label": s.label, "gain": s.gain, "symbol": s.symbol}
+            {"qid": s.qid, "label": s.label, "score": s.score, "symbol": s.symbol}
             for s in suggestions
         ],
     }
@@ -185,15 +201,16 @@ def finding(row: Mapping[str, Any], labels: Mapping[str, str | None]) -> str:
     parts = []
     if row["num_concepts"] == 0:
         parts.append("no concepts annotated")
-    if row["margin_formula_to_annotation"] > 0:
+    worst = [f for f in row.get("concept_fit") or [] if f["percentile"] >= WORST_FIT]
+    if worst:
+        named = ", ".join(
+            f"{f['label'] or f['qid']} ({f['qid']}, {f['percentile']:.0%})" for f in worst[:3]
+        )
+        parts.append(f"concepts its formula relates to less than most of the vocabulary: {named}")
+    if row["margin_formula_to_annotation"] > 0 and row[RANKS[0]] > 10:
         parts.append(
             f"its formula fits the annotation of {_named(row['preferred_annotations'][0], labels)}"
             f" better (own annotation ranks {row[RANKS[0]]})"
-        )
-    if row["margin_annotation_to_formula"] > 0:
-        parts.append(
-            f"its annotation fits the formula of {_named(row['preferred_formulae'][0], labels)}"
-            f" better (own formula ranks {row[RANKS[1]]})"
         )
     lacking = suggested(row, 3)
     if lacking:
@@ -202,34 +219,35 @@ def finding(row: Mapping[str, Any], labels: Mapping[str, str | None]) -> str:
 
 
 def suggested(row: Mapping[str, Any], top: int) -> str:
-    """The concepts the item may lack (positive gain only), with the symbol where named."""
+    """The first concepts the item may lack, with the symbol where one is named."""
     out = []
-    for s in row["missing_concepts"] or []:
-        if s["gain"] <= 0 or len(out) == top:
-            continue
+    for s in (row["missing_concepts"] or [])[:top]:
         name = f"{s['label'] or s['qid']} ({s['qid']})"
         out.append(f"{name} for {s['symbol']}" if s["symbol"] else name)
     return ", ".join(out)
 
 
 def top_rows(audit: pa.Table, top: int) -> list[dict[str, Any]]:
-    """The `top` most suspicious scored rows (the table is stored most suspicious first)."""
-    return [r for r in audit.to_pylist() if r["scored"]][:top]
+    """The `top` most suspicious rows (the table is stored most suspicious first)."""
+    return [r for r in audit.to_pylist() if r["suspicion"] is not None][:top]
 
 
 def markdown_table(audit: pa.Table, top: int = TOP_ITEMS) -> str:
     """The most suspicious items as a Markdown table with Wikidata links."""
     labels = dict(zip(audit["qid"].to_pylist(), audit["label"].to_pylist(), strict=True))
     lines = [
-        "| # | item | suspicion | ranks (formula→annotation, annotation→formula) "
-        "| annotation preferred for its formula | may lack |",
-        "|---|---|---|---|---|---|",
+        "| # | item | suspicion | worst-fitting concept | ranks (formula→annotation, "
+        "annotation→formula) | annotation preferred for its formula | may lack |",
+        "|---|---|---|---|---|---|---|",
     ]
     for n, row in enumerate(top_rows(audit, top), 1):
         preferred = row["preferred_annotations"][0]
+        worst = row["concept_fit"][0]
         lines.append(
             f"| {n} | [{_cell(row['label'] or row['qid'])}]({row['url']}) "
-            f"| {row['suspicion']:.3f} | {row[RANKS[0]]}, {row[RANKS[1]]} "
+            f"| {row['suspicion']:.3f} "
+            f"| [{_cell(worst['label'] or worst['qid'])}]({WIKIDATA}{worst['qid']}) "
+            f"{worst['percentile']:.0%} | {row[RANKS[0]]}, {row[RANKS[1]]} "
             f"| [{_cell(labels.get(preferred) or preferred)}]({WIKIDATA}{preferred}) "
             f"| {_cell(suggested(row, 3)) or '—'} |"
         )
@@ -280,8 +298,8 @@ def one_row_per_item(audit: pa.Table, qids: Sequence[str]) -> Outcome:
 
 
 def ranks_in_range(audit: pa.Table) -> Outcome:
-    """Every scored row's ranks lie in 1 … candidates and its suspicion is finite; an unscored
-    row says why."""
+    """Every scored row's ranks lie in 1 … candidates and its suspicion in 0 … 1 (none
+    without concepts); an unscored row says why."""
     problems = []
     for r in audit.to_pylist():
         if not r["scored"]:
@@ -291,11 +309,12 @@ def ranks_in_range(audit: pa.Table) -> Outcome:
         for column in RANKS:
             if r[column] is None or not 1 <= r[column] <= (r["candidates"] or 0):
                 problems.append(f"{r['qid']}: {column} {r[column]} of {r['candidates']}")
-        if r["suspicion"] is None or not np.isfinite(r["suspicion"]):
-            problems.append(f"{r['qid']}: suspicion {r['suspicion']}")
+        fine = r["suspicion"] is None if not r["concept_fit"] else 0 <= r["suspicion"] <= 1
+        if not fine:
+            problems.append(f"{r['qid']}: suspicion {r['suspicion']} for {r['num_concepts']}")
     return Outcome(
         not problems,
-        "ranks within the candidate pool, suspicion finite"
+        "ranks within the candidate pool, suspicion within 0 … 1"
         if not problems
         else f"{len(problems)} problem(s): {problems[0]}",
         {"problems": problems[:20]},

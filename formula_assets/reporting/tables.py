@@ -126,19 +126,20 @@ AUDIT_COLUMNS = [
 def audit_summary(audit: pa.Table) -> str:
     """How many items the annotation audit scored and how many it finds out of place."""
     scored = [r for r in audit.to_pylist() if r["scored"]]
-    beaten = sum(1 for r in scored if r["suspicion"] > 0)
+    first = sum(1 for r in scored if r["rank_formula_to_annotation"] == 1)
     return (
         f"{len(scored):,} of {audit.num_rows:,} formula items scored by the fold models that "
-        f"never trained on them; for {beaten:,} another item's annotation or formula fits "
-        "better than their own on average over both directions (suspicion > 0). The most "
-        "suspicious (the full list: `formula-assets audit`; what the scores mean: docs/audit.md):"
+        f"never trained on them; {first:,} of them rank their own annotation first among all "
+        "items' for their formula. Suspicion is the mean of an item's concepts' percentiles "
+        "among the vocabulary by the formula's association, averaged with the worst one. The "
+        "most suspicious (all: `formula-assets audit`; what the scores mean: docs/audit.md):"
     )
 
 
 def audit_rows(audit: pa.Table, top: int = 10) -> list[list[str]]:
     """The `top` most suspicious scored items of the `annotation_audit` table (stored most
     suspicious first)."""
-    rows = [r for r in audit.to_pylist() if r["scored"]][:top]
+    rows = [r for r in audit.to_pylist() if r["suspicion"] is not None][:top]
     return [
         [
             str(n),

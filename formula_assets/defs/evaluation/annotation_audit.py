@@ -23,8 +23,9 @@ def annotation_audit(
     fold_models: dict,
 ):
     """One row per formula item, scored by the fold models that never trained on it: its own
-    annotation's rank among all items' in both directions, a suspicion score, the items the
-    models prefer, and the concepts it may lack; most suspicious first."""
+    annotation's rank among all items' in both directions, how well each of its concepts fits
+    its formula and a suspicion score from that, the items the models prefer, and the concepts
+    it may lack; most suspicious first."""
     from formula_assets.audit.concepts import corpus_texts, vocabulary
     from formula_assets.audit.table import build_audit, loaded_models, markdown_table
     from formula_assets.semantics.cache import embed_texts
@@ -50,7 +51,7 @@ def annotation_audit(
         recorded_aggregation(semantic_embeddings) or "sum",
     )
     scored = table.filter(table["scored"])
-    suspicion = scored["suspicion"].to_numpy()
+    first = scored["rank_formula_to_annotation"].to_numpy() == 1
     return dg.Output(
         table,
         data_version=dg.DataVersion(table_content_hash(table)),
@@ -58,7 +59,7 @@ def annotation_audit(
             "items": table.num_rows,
             "scored": scored.num_rows,
             "not_scored": table.num_rows - scored.num_rows,
-            "own_annotation_not_first": int((suspicion > 0).sum()),
+            "own_annotation_first_for_its_formula": int(first.sum()),
             "median_rank_formula_to_annotation": float(
                 np.median(scored["rank_formula_to_annotation"].to_numpy())
             )
