@@ -1,5 +1,5 @@
 """The `annotation_audit` table: one row per formula item, most suspicious first, and what
-editors read of it (a Markdown table, tab-separated rows, the checks' rules)."""
+editors read of it (its findings in words, tab-separated rows) and the checks' rules."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ from formula_assets.methods.base import LoadedModel
 from formula_assets.search.layout import HELD_OUT, serving_vectors
 
 WIKIDATA = "https://www.wikidata.org/wiki/"
-TOP_ITEMS = 25  # the metadata's and the report's table
+TOP_ITEMS = 25  # the asset metadata's table
 WORST_FIT = 0.5  # a concept this far down the formula's vocabulary is named in the finding
 
 SUGGESTION = pa.struct(
@@ -50,9 +50,9 @@ AUDIT_SCHEMA = pa.schema(
         ("url", pa.string()),
         ("fold", pa.int8()),
         ("scored", pa.bool_()),
-        ("reason", pa.string()),  # why an item is not scored, or what it lacks (no concepts)
+        ("remark", pa.string()),  # why an item is not scored, or what it lacks (no concepts)
         ("num_concepts", pa.int32()),
-        ("candidates", pa.int32()),
+        ("pool", pa.int32()),  # the candidates: every item of its fold
         ("rank_formula_to_annotation", pa.int32()),
         ("rank_annotation_to_formula", pa.int32()),
         ("margin_formula_to_annotation", pa.float64()),
@@ -104,7 +104,7 @@ def build_audit(
                 reason = fold_problem[fold]
             else:
                 reason = f"not held out in the search index of its fold {fold}"
-            entry = {"scored": False, "reason": reason}
+            entry = {"scored": False, "remark": reason}
         out.append(_row(qid, row, fold, entry, labels))
     out.sort(key=lambda r: (r["suspicion"] is None, -(r["suspicion"] or 0.0), r["qid"]))
     return pa.Table.from_pylist(out, schema=AUDIT_SCHEMA)
@@ -144,8 +144,8 @@ def _audit_fold(
         labels = {c.get("qid"): c.get("label") for c in item.get("concepts") or []}
         out[qids[r]] = {
             "scored": True,
-            "reason": None if item.get("concepts") else "no concepts annotated",
-            "candidates": len(qids),
+            "remark": None if item.get("concepts") else "no concepts annotated",
+            "pool": len(qids),
             RANKS[0]: int(scores.forward_rank[i]),
             RANKS[1]: int(scores.backward_rank[i]),
             "margin_formula_to_annotation": float(scores.forward_margin[i]),
@@ -197,7 +197,7 @@ def _named(qid: str, labels: Mapping[str, str | None]) -> str:
 def finding(row: Mapping[str, Any], labels: Mapping[str, str | None]) -> str:
     """What looks wrong, in words, for an editor."""
     if not row["scored"]:
-        return f"not audited: {row['reason']}"
+        return f"not audited: {row['remark']}"
     parts = []
     if row["num_concepts"] == 0:
         parts.append("no concepts annotated")
@@ -230,32 +230,6 @@ def suggested(row: Mapping[str, Any], top: int) -> str:
 def top_rows(audit: pa.Table, top: int) -> list[dict[str, Any]]:
     """The `top` most suspicious rows (the table is stored most suspicious first)."""
     return [r for r in audit.to_pylist() if r["suspicion"] is not None][:top]
-
-
-def markdown_table(audit: pa.Table, top: int = TOP_ITEMS) -> str:
-    """The most suspicious items as a Markdown table with Wikidata links."""
-    labels = dict(zip(audit["qid"].to_pylist(), audit["label"].to_pylist(), strict=True))
-    lines = [
-        "| # | item | suspicion | worst-fitting concept | ranks (formula→annotation, "
-        "annotation→formula) | annotation preferred for its formula | may lack |",
-        "|---|---|---|---|---|---|---|",
-    ]
-    for n, row in enumerate(top_rows(audit, top), 1):
-        preferred = row["preferred_annotations"][0]
-        worst = row["concept_fit"][0]
-        lines.append(
-            f"| {n} | [{_cell(row['label'] or row['qid'])}]({row['url']}) "
-            f"| {row['suspicion']:.3f} "
-            f"| [{_cell(worst['label'] or worst['qid'])}]({WIKIDATA}{worst['qid']}) "
-            f"{worst['percentile']:.0%} | {row[RANKS[0]]}, {row[RANKS[1]]} "
-            f"| [{_cell(labels.get(preferred) or preferred)}]({WIKIDATA}{preferred}) "
-            f"| {_cell(suggested(row, 3)) or '—'} |"
-        )
-    return "\n".join(lines)
-
-
-def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
 
 
 TSV_COLUMNS = (
@@ -298,17 +272,17 @@ def one_row_per_item(audit: pa.Table, qids: Sequence[str]) -> Outcome:
 
 
 def ranks_in_range(audit: pa.Table) -> Outcome:
-    """Every scored row's ranks lie in 1 … candidates and its suspicion in 0 … 1 (none
+    """Every scored row's ranks lie in 1 … pool and its suspicion in 0 … 1 (none
     without concepts); an unscored row says why."""
     problems = []
     for r in audit.to_pylist():
         if not r["scored"]:
-            if not r["reason"]:
+            if not r["remark"]:
                 problems.append(f"{r['qid']}: not scored, no reason")
             continue
         for column in RANKS:
-            if r[column] is None or not 1 <= r[column] <= (r["candidates"] or 0):
-                problems.append(f"{r['qid']}: {column} {r[column]} of {r['candidates']}")
+            if r[column] is None or not 1 <= r[column] <= (r["pool"] or 0):
+                problems.append(f"{r['qid']}: {column} {r[column]} of {r['pool']}")
         fine = r["suspicion"] is None if not r["concept_fit"] else 0 <= r["suspicion"] <= 1
         if not fine:
             problems.append(f"{r['qid']}: suspicion {r['suspicion']} for {r['num_concepts']}")

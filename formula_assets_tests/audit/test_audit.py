@@ -15,12 +15,12 @@ from formula_assets.audit.concepts import identifiers, suspicion, unannotated_sy
 from formula_assets.audit.scores import pair_scores
 from formula_assets.audit.table import (
     build_audit,
-    markdown_table,
     one_row_per_item,
     ranks_in_range,
     tsv_rows,
 )
 from formula_assets.cli import main
+from formula_assets.defs.metadata import annotation_audit_top
 from formula_assets.evaluation.ranking import MatrixScorer
 from formula_assets.search.layout import INDEX_SCHEMA, METADATA_KEY
 
@@ -151,10 +151,10 @@ def test_items_it_cannot_score_get_a_row_with_the_reason() -> None:
     del folds["Q5"]  # in no fold
     audit = audit_of(rows, texts, folds).to_pylist()
     by_qid = {r["qid"]: r for r in audit}
-    assert not by_qid["Q3"]["scored"] and "fold 3 has no models" in by_qid["Q3"]["reason"]
-    assert not by_qid["Q5"]["scored"] and "no cross-validation fold" in by_qid["Q5"]["reason"]
+    assert not by_qid["Q3"]["scored"] and "fold 3 has no models" in by_qid["Q3"]["remark"]
+    assert not by_qid["Q5"]["scored"] and "no cross-validation fold" in by_qid["Q5"]["remark"]
     no_concepts = by_qid["Q11"]
-    assert no_concepts["scored"] and no_concepts["reason"] == "no concepts annotated"
+    assert no_concepts["scored"] and no_concepts["remark"] == "no concepts annotated"
     assert no_concepts["suspicion"] is None and no_concepts["missing_concepts"]
     assert one_row_per_item(pa.Table.from_pylist(audit), [r["qid"] for r in rows]).passed
     assert ranks_in_range(pa.Table.from_pylist(audit)).passed
@@ -169,10 +169,10 @@ def test_the_checks_fail_on_a_broken_table() -> None:
     assert not one_row_per_item(doubled, qids).passed
     assert not one_row_per_item(audit.slice(1), qids).passed
     broken = audit.to_pylist()
-    broken[0]["rank_formula_to_annotation"] = broken[0]["candidates"] + 1
+    broken[0]["rank_formula_to_annotation"] = broken[0]["pool"] + 1
     assert not ranks_in_range(pa.Table.from_pylist(broken, schema=audit.schema)).passed
     broken = audit.to_pylist()
-    broken[1]["scored"], broken[1]["reason"] = False, None
+    broken[1]["scored"], broken[1]["remark"] = False, None
     assert not ranks_in_range(pa.Table.from_pylist(broken, schema=audit.schema)).passed
 
 
@@ -189,13 +189,12 @@ def test_symbols_come_from_the_operator_tree() -> None:
     assert unannotated_symbols(row) == ["m", "a"]
 
 
-def test_the_markdown_table_links_to_wikidata() -> None:
+def test_the_ui_table_links_the_most_suspicious_to_wikidata() -> None:
     rows, texts, folds = corpus()
     rows[0]["concepts"], rows[2]["concepts"] = rows[2]["concepts"], rows[0]["concepts"]
-    table = markdown_table(audit_of(rows, texts, folds), top=3)
-    lines = table.splitlines()
-    assert len(lines) == 2 + 3
-    first = re.match(r"\| 1 \| \[item (\d)\]\(https://www\.wikidata\.org/wiki/Q(\d)\) \|", lines[2])
+    lines = annotation_audit_top(audit_of(rows, texts, folds)).value.splitlines()
+    assert len(lines) == 2 + 11  # every item with concepts, up to 25
+    first = re.match(r"\| 1 \| \[Q(\d)\]\(https://www\.wikidata\.org/wiki/Q(\d)\) \|", lines[2])
     assert first and first[1] == first[2] and first[1] in {"0", "2"}
 
 

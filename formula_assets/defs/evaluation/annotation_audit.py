@@ -8,6 +8,7 @@ import pyarrow as pa
 from formula_assets.core.arrow import recorded_aggregation, recorded_identity, recorded_model
 from formula_assets.core.hashing import table_content_hash
 from formula_assets.defs.checks import check_result, schema_contract
+from formula_assets.defs.metadata import annotation_audit_top
 from formula_assets.defs.publication import settle
 from formula_assets.defs.resources.sentence_embedder import SentenceEmbedderResource
 
@@ -27,7 +28,7 @@ def annotation_audit(
     its formula and a suspicion score from that, the items the models prefer, and the concepts
     it may lack; most suspicious first."""
     from formula_assets.audit.concepts import corpus_texts, vocabulary
-    from formula_assets.audit.table import build_audit, loaded_models, markdown_table
+    from formula_assets.audit.table import build_audit, loaded_models
     from formula_assets.semantics.cache import embed_texts
 
     formulae = wikidata_formulae.to_pylist()
@@ -65,7 +66,7 @@ def annotation_audit(
             )
             if scored.num_rows
             else 0.0,
-            "most_suspicious": dg.MetadataValue.md(markdown_table(table)),
+            "most_suspicious": annotation_audit_top(table),
         },
     )
 
