@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -225,6 +226,52 @@ class LexicalSuggester(ConceptSuggester):
         return np.asarray(scorer.block(np.arange(len(queries))), dtype=np.float64)
 
 
+@dataclass
+class Inputs:
+    """What every fold's runs read from the lake."""
+
+    by_qid: dict[str, dict[str, Any]]
+    opt_text: dict[str, str]
+    texts: dict[str, np.ndarray]
+    aggregation: str
+    index: pa.Table
+
+    def fold(self, root: UPath, fold: int) -> tuple[ServingVectors, dict[str, LoadedModel]]:
+        from formula_assets.training.artifacts import model_directory
+
+        models = {
+            m: registry.trained_method(m).load(model_directory(root, fold, m))
+            for m in registry.trained()
+        }
+        return serving_vectors(self.index, fold), models
+
+    def run(
+        self,
+        vectors: ServingVectors,
+        models: Mapping[str, LoadedModel],
+        kind: str,
+        rate: float,
+        seed: int,
+    ) -> dict[str, float]:
+        return fold_run(
+            vectors, models, self.by_qid, self.opt_text, self.texts, self.aggregation, kind,
+            rate, seed,
+        )  # fmt: skip
+
+
+def load(root: UPath) -> Inputs:
+    formulae = _read(root, "wikidata_formulae").to_pylist()
+    semantic = _read(root, "semantic_embeddings")
+    graphs = _read(root, "opt_graphs")
+    return Inputs(
+        {row["qid"]: row for row in formulae},
+        dict(zip(graphs["qid"].to_pylist(), graphs["linearised_opt"].to_pylist(), strict=True)),
+        text_vectors(root, corpus_texts(formulae, vocabulary(formulae)), semantic),
+        recorded_aggregation(semantic) or "sum",
+        _read(root, "search_index"),
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=3, help="corruption seeds (3)")
@@ -232,34 +279,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--folds", type=int, nargs="*", help="default: every fold")
     args = parser.parse_args(argv)
     started = time.perf_counter()
-    root = UPath(Settings.from_environment().data_lake)
-    formulae = _read(root, "wikidata_formulae").to_pylist()
-    by_qid = {row["qid"]: row for row in formulae}
-    semantic = _read(root, "semantic_embeddings")
-    graphs = _read(root, "opt_graphs")
-    opt_text = dict(
-        zip(graphs["qid"].to_pylist(), graphs["linearised_opt"].to_pylist(), strict=True)
-    )
-    texts = text_vectors(root, corpus_texts(formulae, vocabulary(formulae)), semantic)
-    aggregation = recorded_aggregation(semantic) or "sum"
-    index = _read(root, "search_index")
-    folds = args.folds or sorted(set(index.column("fold").to_pylist()))
-    from formula_assets.training.artifacts import model_directory
-
+    lake_root = UPath(Settings.from_environment().data_lake)
+    inputs = load(lake_root)
+    folds = args.folds or sorted(set(inputs.index.column("fold").to_pylist()))
     results: dict[str, list[dict[str, float]]] = {kind: [] for kind in CORRUPTIONS}
     for fold in folds:
-        vectors = serving_vectors(index, fold)
-        models = {
-            m: registry.trained_method(m).load(model_directory(root, fold, m))
-            for m in registry.trained()
-        }
+        vectors, models = inputs.fold(lake_root, fold)
         for seed in range(args.seeds):
             for kind in CORRUPTIONS:
-                results[kind].append(
-                    fold_run(
-                        vectors, models, by_qid, opt_text, texts, aggregation, kind, args.rate, seed
-                    )
-                )
+                results[kind].append(inputs.run(vectors, models, kind, args.rate, seed))
     means = {
         kind: {k: float(np.mean([r[k] for r in runs])) for k in runs[0]}
         for kind, runs in results.items()
