@@ -215,3 +215,5 @@ def test_the_command_prints_and_writes_the_list(tmp_path, monkeypatch, capsys) -
     assert len(lines) == 3 and lines[0].split("\t")[0] == "item"
     assert [line.split("\t") for line in lines[1:]] == tsv_rows(audit, 2)
     assert main(["audit", "--top", "0"]) == 2
+    assert main(["audit", "--tsv", str(tmp_path / "no" / "such" / "dir.tsv")]) == 2
+    assert "cannot write" in capsys.readouterr().err
