@@ -160,9 +160,10 @@ def fold_run(
     kind: str,
     rate: float,
     seed: int,
+    split: str = HELD_OUT,
 ) -> dict[str, float]:
-    """One fold, one corruption, one seed: each method's metric."""
-    rows = np.flatnonzero(np.asarray(vectors.splits) == HELD_OUT)
+    """One fold, one corruption, one seed: each method's metric, over the fold's `split`."""
+    rows = np.flatnonzero(np.asarray(vectors.splits) == split)
     rows = np.array([r for r in rows if vectors.qids[r] in by_qid], dtype=np.int64)
     items = [by_qid[vectors.qids[r]] for r in rows]
     corpus = dict(by_qid)
@@ -252,10 +253,11 @@ class Inputs:
         kind: str,
         rate: float,
         seed: int,
+        split: str = HELD_OUT,
     ) -> dict[str, float]:
         return fold_run(
             vectors, models, self.by_qid, self.opt_text, self.texts, self.aggregation, kind,
-            rate, seed,
+            rate, seed, split,
         )  # fmt: skip
 
 
@@ -277,6 +279,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seeds", type=int, default=3, help="corruption seeds (3)")
     parser.add_argument("--rate", type=float, default=0.05, help="share corrupted (0.05)")
     parser.add_argument("--folds", type=int, nargs="*", help="default: every fold")
+    parser.add_argument(
+        "--split",
+        default=HELD_OUT,
+        help="whose annotations to corrupt: test (the measurement) or validation (where the "
+        "scores were chosen)",
+    )
     args = parser.parse_args(argv)
     started = time.perf_counter()
     lake_root = UPath(Settings.from_environment().data_lake)
@@ -287,7 +295,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         vectors, models = inputs.fold(lake_root, fold)
         for seed in range(args.seeds):
             for kind in CORRUPTIONS:
-                results[kind].append(inputs.run(vectors, models, kind, args.rate, seed))
+                results[kind].append(inputs.run(vectors, models, kind, args.rate, seed, args.split))
     means = {
         kind: {k: float(np.mean([r[k] for r in runs])) for k in runs[0]}
         for kind, runs in results.items()
@@ -302,13 +310,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     for name in (ENSEMBLE, MOST_FREQUENT):
         print(f"missing {name}: recall@{SUGGESTED} {means['missing'][name]:.2f}")
     seconds = time.perf_counter() - started
-    print(f"({len(folds)} folds × {args.seeds} seeds, {args.rate:.0%} corrupted, {seconds:.0f} s)")
+    print(
+        f"({len(folds)} folds × {args.seeds} seeds, {args.rate:.0%} of each {args.split} split "
+        f"corrupted, {seconds:.0f} s)"
+    )
     path = write_result(
-        "audit",
+        "audit" if args.split == HELD_OUT else f"audit_{args.split}",
         {
             "folds": folds,
             "seeds": args.seeds,
             "rate": args.rate,
+            "split": args.split,
             "targets": TARGETS,
             "means": means,
             "per_run": results,
