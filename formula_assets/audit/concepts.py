@@ -37,7 +37,7 @@ from formula_assets.semantics.annotations import annotation_texts
 from formula_assets.syntax.mathml import MathMLError, parse_mathml
 from formula_assets.syntax.schema import SYMBOL
 
-SHORTLIST = 30  # concepts scored exactly per item
+SHORTLIST = 30  # the formula's most associated concepts a suggestion is drawn from
 SUGGESTED = 10  # concepts kept per item, best first
 
 # text → sentence vector (as `semantic_embeddings` embedded it)
@@ -157,7 +157,7 @@ def semantic_side(
 
 
 class ConceptSuggester:
-    """Missing-concept suggestions for the held-out items of one fold."""
+    """Concept fit and missing-concept suggestions for the held-out items of one fold."""
 
     def __init__(
         self,
