@@ -27,6 +27,7 @@ STEPS: list[list[str]] = [
     ["training", "--profile", "smoke", "--workers", "2", "--threads", "1"],
     ["training", "--profile", "paper", "--epochs", "2", "--threads", "2"],  # full: a GPU's job
     ["search"],
+    ["audit"],
     ["refresh", "--profiles", "smoke", "default"],
     ["distributed", "--profile", "smoke"],
 ]

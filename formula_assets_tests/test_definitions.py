@@ -29,6 +29,7 @@ EXPECTED_GROUPS = {
     "ensemble_choices": "evaluation",
     "significance_tests": "evaluation",
     "search_index": "evaluation",
+    "annotation_audit": "evaluation",
     "report": "evaluation",
     "wikidata_probe": "ingest",
     "sentence_model": "semantics",
@@ -69,6 +70,8 @@ def test_checks_are_attached() -> None:
         ("retrieval_scores", "retrieval_scores_consistent"),
         ("retrieval_scores", "retrieval_scores_beat_chance"),
         ("search_index", "search_index_complete"),
+        ("annotation_audit", "annotation_audit_one_row_per_item"),
+        ("annotation_audit", "annotation_audit_ranks_in_range"),
     } <= checks
 
 
@@ -128,6 +131,7 @@ def test_table_contracts_warn_on_schema_changes() -> None:
         "ensemble_choices",
         "significance_tests",
         "search_index",
+        "annotation_audit",
     }
 
 

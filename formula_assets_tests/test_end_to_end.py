@@ -12,7 +12,7 @@ from formula_assets.core.protocol import DIRECTIONS
 from formula_assets.evaluation.retrieval import ensemble_choices
 from formula_assets.evaluation.significance import comparisons
 from formula_assets.methods import registry
-from formula_assets.reporting.tables import significance_rows
+from formula_assets.reporting.tables import audit_rows, significance_rows
 from formula_assets_tests.support.pipeline import SAMPLE, copy_pipeline, ran
 
 EXPECTED_WARNINGS = {"wikidata_formulae_has_concepts"}  # some items link no concept
@@ -20,7 +20,7 @@ ALL_ASSETS = {
     "wikidata_formulae", "opt_graphs", "rejected_formulae", "structural_embeddings",
     "concept_annotations", "semantic_embeddings", "opt_text_embeddings", "opt_token_embeddings",
     "correspondence_metrics", "cv_folds", "retrieval_scores", "ensemble_choices",
-    "significance_tests", "search_index",
+    "significance_tests", "search_index", "annotation_audit",
 }  # fmt: skip
 
 
@@ -76,6 +76,10 @@ def test_the_report_takes_its_results_from_tables(materialized) -> None:
     assert recorded_aggregation(semantic) == "sum"
     assert f"| sentence-transformer | {recorded_model(semantic)} |" in markdown
     assert "| semantic aggregation | sum |" in markdown
+    audit = pq.read_table(run.lake / "annotation_audit.parquet")
+    assert audit.num_rows == SAMPLE
+    assert "## Annotation audit" in markdown
+    assert all(f"| {' | '.join(row)} |" in markdown for row in audit_rows(audit))
 
 
 @pytest.mark.slow

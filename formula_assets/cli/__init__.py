@@ -1,4 +1,4 @@
-"""`formula-assets`: the project's command line (instance, staleness, refresh)."""
+"""`formula-assets`: the project's command line (instance, staleness, refresh, search, audit)."""
 
 from __future__ import annotations
 
@@ -104,6 +104,12 @@ def _search(args: argparse.Namespace) -> int:
     return run_search(args)
 
 
+def _audit(args: argparse.Namespace) -> int:
+    from formula_assets.cli.audit import run_audit
+
+    return run_audit(args)
+
+
 def build_parser() -> argparse.ArgumentParser:
     from formula_assets.methods import registry
 
@@ -170,6 +176,12 @@ def build_parser() -> argparse.ArgumentParser:
     search.add_argument("--fold", type=int, help="which fold's models (default: best validation)")
     search.add_argument("--top", type=int, default=10, help="how many items to print (10)")
     search.set_defaults(handler=_search)
+    audit = commands.add_parser(
+        "audit", help="the formula annotations the held-out models find most suspicious"
+    )
+    audit.add_argument("--top", type=int, default=25, help="how many items (25)")
+    audit.add_argument("--tsv", metavar="FILE", help="also write them as tab-separated values")
+    audit.set_defaults(handler=_audit)
     return parser
 
 

@@ -64,6 +64,22 @@ COLUMN_DOCS = {
     "recall_at_10": "share of queries with the gold in the top 10",
     "mrr": "mean reciprocal rank of the gold",
     "candidates": "size of the candidate pool (the test fold)",
+    "url": "the item's Wikidata page",
+    "scored": "whether the fold models that never trained on the item scored it",
+    "remark": "why the item is not scored, or what it lacks",
+    "num_concepts": "concepts annotated on the item (P7235 statements)",
+    "pool": "candidates its own pair ranks among: every item of its fold's index",
+    "rank_formula_to_annotation": "its annotation's rank among all items' for its formula",
+    "rank_annotation_to_formula": "its formula's rank among all items' for its annotation",
+    "margin_formula_to_annotation": "best other annotation's score minus its own",
+    "margin_annotation_to_formula": "best other formula's score minus its own",
+    "suspicion": "½ (mean + worst) of its concepts' percentiles (docs/audit.md)",
+    "concept_fit": "each concept's percentile among the vocabulary for this formula (0 best)",
+    "preferred_annotations": "the items whose annotation fits this formula best",
+    "preferred_formulae": "the items whose formula fits this annotation best",
+    "missing_concepts": "concepts the item may lack, best first, with the symbol if named",
+    "unannotated_symbols": "the formula's identifiers that no concept's symbol covers",
+    "finding": "what looks wrong, in words",
 }
 
 
@@ -200,3 +216,33 @@ def tokens(graphs: pa.Table, top: int = 25) -> dict[str, Any]:
         ),
         "token_vocabulary": dg.MetadataValue.json(dict(ranked)),
     }
+
+
+def annotation_audit_top(audit: pa.Table) -> dg.MetadataValue:
+    """The most suspicious items of the annotation audit, linked to Wikidata."""
+    from formula_assets.audit.table import TOP_ITEMS, WIKIDATA, suggested, top_rows
+
+    def link(qid: str) -> str:
+        return f"[{qid}]({WIKIDATA}{qid})"
+
+    columns = ["#", "item", "label", "suspicion", "worst-fitting concept", "its percentile",
+               "ranks (formula→annotation, annotation→formula)", "preferred annotation",
+               "may lack"]  # fmt: skip
+    rows = []
+    for n, row in enumerate(top_rows(audit, TOP_ITEMS), 1):
+        worst = row["concept_fit"][0]
+        preferred = row["preferred_annotations"][0]
+        rows.append(
+            [
+                n,
+                link(row["qid"]),
+                row["label"],
+                f"{row['suspicion']:.3f}",
+                f"{link(worst['qid'])} {worst['label'] or ''}",
+                f"{worst['percentile']:.0%}",
+                f"{row['rank_formula_to_annotation']}, {row['rank_annotation_to_formula']}",
+                link(preferred),
+                suggested(row, 3) or "—",
+            ]
+        )
+    return rows_markdown(columns, rows)

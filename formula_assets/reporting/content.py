@@ -1,5 +1,6 @@
 """What the report says: Tables 1 and 2 beside the paper, figures, data sizes, folds,
-settings and the version of every input. Built from plain values, rendered by `document`."""
+settings, the annotation audit's top and the version of every input. Built from plain values,
+rendered by `document`."""
 
 from __future__ import annotations
 
@@ -18,9 +19,12 @@ from formula_assets.evaluation.significance import Comparison
 from formula_assets.reporting import figures
 from formula_assets.reporting.document import Block, Figure, Heading, Paragraph, Table
 from formula_assets.reporting.tables import (
+    AUDIT_COLUMNS,
     SIGNIFICANCE_COLUMNS,
     TABLE_1_COLUMNS,
     TABLE_2_COLUMNS,
+    audit_rows,
+    audit_summary,
     significance_rows,
     table_1_rows,
     table_2_rows,
@@ -67,6 +71,7 @@ class ReportInputs:
     versions: Sequence[Sequence[str]] = ()
     correspondence_figures: Mapping[str, bytes] = field(default_factory=dict)
     packages: Sequence[tuple[str, str]] = ()
+    audit: pa.Table | None = None  # the `annotation_audit` table
 
 
 @dataclass
@@ -162,6 +167,12 @@ def build_report(inputs: ReportInputs) -> Report:
         ),
         Table(SIGNIFICANCE_COLUMNS, significance_rows(inputs.significance)),
     ]
+    if inputs.audit is not None:
+        blocks += [
+            Heading("Annotation audit"),
+            Paragraph(audit_summary(inputs.audit)),
+            Table(AUDIT_COLUMNS, audit_rows(inputs.audit)),
+        ]
     curves = training_curves(inputs.models)
     recall = figures.recall_bars_figure(table_2(inputs.scores), DIRECTIONS)
     blocks += [

@@ -115,3 +115,40 @@ def significance_rows(comparisons: Sequence[Comparison]) -> list[list[str]]:
         ]
         for c in comparisons
     ]
+
+
+AUDIT_COLUMNS = [
+    "#", "item", "label", "suspicion", "rank formula→annotation", "rank annotation→formula",
+    "what looks wrong",
+]  # fmt: skip
+
+
+def audit_summary(audit: pa.Table) -> str:
+    """How many items the annotation audit scored and how many it finds out of place."""
+    scored = [r for r in audit.to_pylist() if r["scored"]]
+    first = sum(1 for r in scored if r["rank_formula_to_annotation"] == 1)
+    return (
+        f"{len(scored):,} of {audit.num_rows:,} formula items scored by the fold models that "
+        f"never trained on them; {first:,} of them rank their own annotation first among all "
+        "items' for their formula. Suspicion is the mean of an item's concepts' percentiles "
+        "among the vocabulary by the formula's association, averaged with the worst one. The "
+        "most suspicious (all: `formula-assets audit`; what the scores mean: docs/audit.md):"
+    )
+
+
+def audit_rows(audit: pa.Table, top: int = 10) -> list[list[str]]:
+    """The `top` most suspicious scored items of the `annotation_audit` table (stored most
+    suspicious first)."""
+    rows = [r for r in audit.to_pylist() if r["suspicion"] is not None][:top]
+    return [
+        [
+            str(n),
+            r["url"],
+            r["label"] or "",
+            f"{r['suspicion']:.3f}",
+            str(r["rank_formula_to_annotation"]),
+            str(r["rank_annotation_to_formula"]),
+            r["finding"],
+        ]
+        for n, r in enumerate(rows, 1)
+    ]

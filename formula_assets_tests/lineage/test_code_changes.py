@@ -20,9 +20,10 @@ from formula_assets_tests.support.pipeline import (
     with_package,
 )
 
+AUDIT = "annotation_audit"
 DOWNSTREAM_OF_OPT = {
     "correspondence_metrics", "fold_models×10", "retrieval_scores", "ensemble_choices",
-    "significance_tests", "search_index", "report",
+    "significance_tests", "search_index", "annotation_audit", "report",
 }  # fmt: skip
 RENAME_POWER = {
     "syntax/mathml.py": lambda s: s.replace('"msup": ("power",', '"msup": ("superscript",')
@@ -33,6 +34,7 @@ DROP_ITEM_DESCRIPTION = {
         'candidates: list[object] = [row.get("label")]',
     )
 }
+LONGER_SHORTLIST = {"audit/concepts.py": lambda s: s.replace("SHORTLIST = 30", "SHORTLIST = 31")}
 COMMENT_ONLY = {
     "syntax/mathml.py": lambda s: s + "\n# a comment changes the code version, not the data\n"
 }
@@ -64,10 +66,17 @@ def changed(before: dict[str, str], after: dict[str, str]) -> set[str]:
 def test_code_versions_follow_the_source(tmp_path: Path) -> None:
     original = code_versions()
     assert all(original.values())
+    # the audit reads formulae's symbols with the parser and rebuilds annotation texts
     parser = code_versions(edited_package(tmp_path / "a", RENAME_POWER), tmp_path)
-    assert changed(original, parser) == {"opt_graphs", "rejected_formulae"}
+    assert changed(original, parser) == {"opt_graphs", "rejected_formulae", AUDIT}
     annotations = code_versions(edited_package(tmp_path / "b", DROP_ITEM_DESCRIPTION), tmp_path)
-    assert changed(original, annotations) == {"concept_annotations"}
+    assert changed(original, annotations) == {"concept_annotations", AUDIT}
+
+
+def test_editing_the_audit_changes_only_the_audit_code_version(tmp_path: Path) -> None:
+    original = code_versions()
+    audit = code_versions(edited_package(tmp_path, LONGER_SHORTLIST), tmp_path)
+    assert changed(original, audit) == {AUDIT}
 
 
 @pytest.mark.slow
@@ -78,7 +87,7 @@ def test_parser_change_rebuilds_only_its_downstream(materialized, tmp_path: Path
     stale = run.run("stale")
     assert stale.returncode == 0
     listed = {line.split("\t")[0] for line in stale.stdout.splitlines()}
-    assert listed == {"opt_graphs", "rejected_formulae"}
+    assert listed == {"opt_graphs", "rejected_formulae", AUDIT}
     assert "has a new code version" in stale.stdout
     refresh = run.run("refresh")
     assert refresh.returncode == 0, refresh.stderr[-2000:]
@@ -96,7 +105,7 @@ def test_annotation_change_rebuilds_only_the_semantic_side(materialized, tmp_pat
     run = with_package(run, edited_package(tmp_path, DROP_ITEM_DESCRIPTION))
     stale = run.run("stale")
     listed = {line.split("\t")[0] for line in stale.stdout.splitlines()}
-    assert listed == {"concept_annotations"}
+    assert listed == {"concept_annotations", AUDIT}
     refresh = run.run("refresh")
     assert refresh.returncode == 0, refresh.stderr[-2000:]
     assert ran(refresh.stdout) == {"concept_annotations", "semantic_embeddings", *DOWNSTREAM_OF_OPT}
@@ -111,5 +120,21 @@ def test_a_change_that_keeps_the_data_stops_the_cascade(materialized, tmp_path: 
     )
     refresh = run.run("refresh")
     assert refresh.returncode == 0, refresh.stderr[-2000:]
-    assert ran(refresh.stdout) == {"opt_graphs", "rejected_formulae"}
+    assert ran(refresh.stdout) == {"opt_graphs", "rejected_formulae", AUDIT}
+    assert run.run("stale").stdout.strip() == ""
+
+
+@pytest.mark.slow
+def test_an_audit_change_rebuilds_the_audit_and_nothing_upstream(
+    materialized, tmp_path: Path
+) -> None:
+    run = with_package(
+        copy_pipeline(materialized[0], tmp_path), edited_package(tmp_path, LONGER_SHORTLIST)
+    )
+    stale = run.run("stale")
+    assert {line.split("\t")[0] for line in stale.stdout.splitlines()} == {"annotation_audit"}
+    refresh = run.run("refresh")
+    assert refresh.returncode == 0, refresh.stderr[-2000:]
+    assert "annotation_audit" in ran(refresh.stdout)
+    assert ran(refresh.stdout) <= {"annotation_audit", "report"}  # only what reads it
     assert run.run("stale").stdout.strip() == ""

@@ -1,1 +1,2 @@
-"""Group `evaluation`: retrieval scores (Table 2), the search index and the report."""
+"""Group `evaluation`: retrieval scores (Table 2), the search index, the annotation audit and
+the report."""

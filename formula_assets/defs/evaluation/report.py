@@ -1,4 +1,5 @@
-"""`report`: one self-contained report of Tables 1 and 2, in HTML and Markdown."""
+"""`report`: one self-contained report of Tables 1 and 2 and the annotation audit, in HTML and
+Markdown."""
 
 from datetime import UTC, datetime
 
@@ -25,6 +26,7 @@ INPUTS = (
     "retrieval_scores",
     "ensemble_choices",
     "significance_tests",
+    "annotation_audit",
 )
 
 
@@ -45,9 +47,11 @@ def report_document(
     retrieval_scores: pa.Table,
     ensemble_choices: pa.Table,
     significance_tests: pa.Table,
+    annotation_audit: pa.Table,
     fold_models: dict,
 ) -> dg.MaterializeResult:
-    """Tables 1 and 2 beside the paper, figures, data sizes, folds, settings and versions."""
+    """Tables 1 and 2 beside the paper, figures, data sizes, folds, settings, the annotation
+    audit and versions."""
     from formula_assets.core.arrow import recorded_aggregation, recorded_identity, recorded_model
     from formula_assets.evaluation.retrieval import ensemble_choices as choices
     from formula_assets.evaluation.significance import comparisons
@@ -81,6 +85,7 @@ def report_document(
                 if (figure_dir / name).exists()
             },
             packages=document.package_versions(),
+            audit=annotation_audit,
         )
     )
     for name, png in built.figures.items():

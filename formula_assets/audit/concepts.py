@@ -1,0 +1,272 @@
+"""How well each annotated concept fits its formula, and the concepts an annotation may lack.
+
+The vocabulary is every concept annotated on some item of the corpus. Each concept's own
+annotation vector (its label and description, aggregated as `semantic_embeddings` aggregates
+texts) is mapped by each fold model's semantic side (`Method.text_vector`); the formula's
+association with a concept is the cosine of its structural vector to that concept vector,
+weighted over the ensemble's members with the fold's weights.
+
+* Concept fit: the percentile of an annotated concept among the whole vocabulary by that
+  association (0: the formula's most associated concept, 1: its least). The suspicion of an
+  item is the mean of its concepts' percentiles averaged with the worst one: a concept set
+  taken from another formula has high percentiles throughout, one wrong concept has one.
+* Missing concepts: the `SHORTLIST` concepts the formula is most associated with, less those
+  the item has, ordered by how close each concept's sentence vector lies to the item's own
+  annotation vector (a concept of this formula that fits what the item is about).
+
+Both were chosen on the folds' validation splits (docs/audit.md), never on a test fold.
+
+The symbol: the formula's identifiers (the lettered symbol tokens of its operator tree) that
+no annotated concept's symbol (qualifier P7235, `symbol_mathml`) covers are unannotated; a
+suggested concept names one of them when the corpus uses it as that concept's symbol.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from formula_assets.methods import registry
+from formula_assets.methods.base import LoadedModel
+from formula_assets.search.layout import ServingVectors
+from formula_assets.semantics.annotations import annotation_texts
+from formula_assets.syntax.mathml import MathMLError, parse_mathml
+from formula_assets.syntax.schema import SYMBOL
+
+SHORTLIST = 30  # the formula's most associated concepts a suggestion is drawn from
+SUGGESTED = 10  # concepts kept per item, best first
+
+# text → sentence vector (as `semantic_embeddings` embedded it)
+TextVectors = Mapping[str, np.ndarray]
+
+
+@dataclass(frozen=True)
+class Concept:
+    qid: str
+    label: str | None
+    description: str | None
+    symbols: frozenset[str]  # identifiers the corpus annotates with this concept
+    uses: int  # items annotated with it
+
+
+@dataclass(frozen=True)
+class Suggestion:
+    qid: str
+    label: str | None
+    score: float  # closeness to the item's annotation (cosine of sentence vectors)
+    symbol: str | None
+
+
+def vocabulary(rows: Sequence[Mapping[str, Any]]) -> dict[str, Concept]:
+    """Every concept of the corpus, in first-seen order, with its symbols and use count."""
+    first: dict[str, Mapping[str, Any]] = {}
+    symbols: dict[str, set[str]] = {}
+    uses: Counter[str] = Counter()
+    for row in rows:
+        for concept in row.get("concepts") or []:
+            qid = concept.get("qid")
+            if not qid:
+                continue
+            first.setdefault(qid, concept)
+            symbols.setdefault(qid, set()).update(identifiers(concept.get("symbol_mathml")))
+            uses[qid] += 1
+    return {
+        qid: Concept(qid, c.get("label"), c.get("description"), frozenset(symbols[qid]), uses[qid])
+        for qid, c in first.items()
+    }
+
+
+def identifiers(mathml: str | None) -> list[str]:
+    """The distinct identifiers of a MathML string (its operator tree's symbol tokens with a
+    letter in them, so not numbers), in tree order; none for markup that does not parse."""
+    if not mathml:
+        return []
+    try:
+        root = parse_mathml(mathml)
+    except MathMLError:
+        return []
+    seen: dict[str, None] = {}
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if node.type == SYMBOL and any(ch.isalpha() for ch in node.token):
+            seen.setdefault(node.token, None)
+        stack.extend(reversed(node.children))
+    return list(seen)
+
+
+def unannotated_symbols(row: Mapping[str, Any]) -> list[str]:
+    """The formula's identifiers that none of its concepts' symbols covers."""
+    annotated = {s for c in row.get("concepts") or [] for s in identifiers(c.get("symbol_mathml"))}
+    return [s for s in identifiers(row.get("mathml")) if s not in annotated]
+
+
+def corpus_texts(rows: Sequence[Mapping[str, Any]], concepts: Mapping[str, Concept]) -> list[str]:
+    """Every text an audit embeds: the items' annotation texts and the concepts' own."""
+    texts = [t for row in rows for t in annotation_texts(row)]
+    texts += [t for c in concepts.values() for t in concept_texts(c)]
+    return list(dict.fromkeys(texts))
+
+
+def concept_texts(concept: Concept) -> list[str]:
+    return annotation_texts({"label": concept.label, "description": concept.description})
+
+
+def annotation_vector(texts: Sequence[str], vectors: TextVectors, aggregation: str) -> np.ndarray:
+    """An annotation's sentence vector from its texts, as `semantics.tables` aggregates them."""
+    if not texts:
+        raise ValueError("an annotation without texts has no vector")
+    total = np.sum([np.asarray(vectors[t], dtype=np.float64) for t in texts], axis=0)
+    if aggregation == "mean":
+        total /= len(texts)
+    return total.astype(np.float32)
+
+
+def with_concepts(row: Mapping[str, Any], concepts: Sequence[Mapping[str, Any]]) -> dict:
+    """The item with other concepts (the corruptions and suggestions edit only these)."""
+    return {**row, "concepts": list(concepts)}
+
+
+def concept_entry(concept: Concept) -> dict[str, Any]:
+    return {"qid": concept.qid, "label": concept.label, "description": concept.description}
+
+
+def semantic_side(
+    inputs: np.ndarray, models: Mapping[str, LoadedModel | None], methods: Sequence[str]
+) -> dict[str, np.ndarray]:
+    """Annotation sentence vectors (rows) in each method's space (its semantic side).
+
+    The built-in methods' `text_vector` maps the last axis (their networks act row-wise), so
+    all rows go in one call; a method whose answer has another shape is asked row by row."""
+    out = {}
+    for name in methods:
+        method = registry.get(name)
+        model = models.get(name)
+        if not len(inputs):
+            out[name] = np.zeros((0, 0), np.float32)
+            continue
+        batch = np.asarray(method.text_vector(np.asarray(inputs, dtype=np.float32), model))
+        if batch.ndim != 2 or len(batch) != len(inputs):
+            batch = np.stack([method.text_vector(v, model) for v in inputs])
+        out[name] = batch
+    return out
+
+
+class ConceptSuggester:
+    """Concept fit and missing-concept suggestions for the held-out items of one fold."""
+
+    def __init__(
+        self,
+        vectors: ServingVectors,
+        models: Mapping[str, LoadedModel | None],
+        concepts: Mapping[str, Concept],
+        texts: TextVectors,
+        aggregation: str,
+        weights: Mapping[str, float] | None = None,
+    ) -> None:
+        """`weights`: the members weighed (default: the fold's ensemble; one method alone
+        for a baseline)."""
+        self.vectors = vectors
+        self.concepts = concepts
+        self.texts = texts
+        self.aggregation = aggregation
+        self.weights = dict(weights if weights is not None else vectors.weights)
+        self.members = [m for m, w in self.weights.items() if w]
+        self.encode = lambda x, methods: semantic_side(x, models, methods)
+        self.order = list(concepts)
+        own = np.stack(
+            [annotation_vector(concept_texts(concepts[q]), texts, aggregation) for q in self.order]
+        )
+        self.position = {q: i for i, q in enumerate(self.order)}
+        # the concepts' sentence vectors, unit length (closeness to an item's annotation)
+        self.concept_inputs = np.asarray(own, dtype=np.float64) / np.maximum(
+            np.linalg.norm(own, axis=1, keepdims=True), 1e-12
+        )
+        spaces = self.encode(own, self.members)
+        # the concepts' own vectors, unit length, per member: the shortlist's space
+        self.concept_space = {
+            m: np.asarray(spaces[m], dtype=np.float64)
+            / np.maximum(np.linalg.norm(spaces[m], axis=1, keepdims=True), 1e-12)
+            for m in self.members
+        }
+
+    def association(self, rows: Sequence[int]) -> np.ndarray:
+        """rows × vocabulary: the cosine of each item's formula to each concept's own vector,
+        weighted as the ensemble weighs its members (the shortlist's order)."""
+        total = np.zeros((len(rows), len(self.order)))
+        for m in self.members:
+            formulae = np.asarray(self.vectors.spaces[m][0][list(rows)], dtype=np.float64)
+            formulae /= np.maximum(np.linalg.norm(formulae, axis=1, keepdims=True), 1e-12)
+            total += self.weights[m] * (formulae @ self.concept_space[m].T)
+        return total
+
+    def shortlist(
+        self, association: np.ndarray, exclude: set[str], size: int = SHORTLIST
+    ) -> list[str]:
+        """The concepts closest to the formula (one row of `association`), less `exclude`."""
+        ranked = np.argsort(-association, kind="stable")[: size + len(exclude)]
+        return [self.order[i] for i in ranked if self.order[i] not in exclude][:size]
+
+    def concept_fit(
+        self, rows: Sequence[int], items: Sequence[Mapping[str, Any]]
+    ) -> list[dict[str, float]]:
+        """Per item: each annotated concept's percentile among the vocabulary by the
+        formula's association (0 best, 1 worst)."""
+        association = self.association(rows)
+        position = {q: i for i, q in enumerate(self.order)}
+        out = []
+        for n, item in enumerate(items):
+            fit = {}
+            for concept in item.get("concepts") or []:
+                at = position.get(concept.get("qid"))
+                if at is not None:
+                    fit[concept["qid"]] = float(
+                        (association[n] > association[n][at]).sum() / max(len(self.order) - 1, 1)
+                    )
+            out.append(fit)
+        return out
+
+    def suggest(
+        self, rows: Sequence[int], items: Sequence[Mapping[str, Any]], top: int = SUGGESTED
+    ) -> list[list[Suggestion]]:
+        """Per item (at its row of the fold): the concepts of the formula's shortlist that it
+        lacks, closest to its own annotation first."""
+        association = self.association(rows)
+        out = []
+        for n, item in enumerate(items):
+            present = {c.get("qid") for c in item.get("concepts") or []}
+            own_texts = annotation_texts(item)
+            if not own_texts:
+                out.append([])
+                continue
+            candidates = self.shortlist(association[n], present)
+            own = annotation_vector(own_texts, self.texts, self.aggregation).astype(np.float64)
+            own /= max(np.linalg.norm(own), 1e-12)
+            closeness = [float(self.concept_inputs[self.position[q]] @ own) for q in candidates]
+            free = set(unannotated_symbols(item))
+            order = np.argsort(-np.asarray(closeness), kind="stable")[:top]
+            out.append(
+                [
+                    Suggestion(
+                        qid,
+                        self.concepts[qid].label,
+                        closeness[i],
+                        next((s for s in sorted(self.concepts[qid].symbols) if s in free), None),
+                    )
+                    for i in order
+                    for qid in [candidates[i]]
+                ]
+            )
+        return out
+
+
+def suspicion(fit: Mapping[str, float]) -> float | None:
+    """½ (mean + worst) of an item's concept percentiles; None without concepts."""
+    if not fit:
+        return None
+    values = list(fit.values())
+    return (float(np.mean(values)) + max(values)) / 2

@@ -1,0 +1,308 @@
+"""The `annotation_audit` table: one row per formula item, most suspicious first, and what
+editors read of it (its findings in words, tab-separated rows) and the checks' rules."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from formula_assets.audit.concepts import (
+    ConceptSuggester,
+    Suggestion,
+    TextVectors,
+    suspicion,
+    unannotated_symbols,
+    vocabulary,
+)
+from formula_assets.audit.scores import ensemble_pair_scorers, pair_scores
+from formula_assets.core.checks import Outcome
+from formula_assets.methods import registry
+from formula_assets.methods.base import LoadedModel
+from formula_assets.search.layout import HELD_OUT, serving_vectors
+
+WIKIDATA = "https://www.wikidata.org/wiki/"
+TOP_ITEMS = 25  # the asset metadata's table
+WORST_FIT = 0.5  # a concept this far down the formula's vocabulary is named in the finding
+
+SUGGESTION = pa.struct(
+    [
+        ("qid", pa.string()),
+        ("label", pa.string()),
+        ("score", pa.float64()),  # closeness to the item's annotation
+        ("symbol", pa.string()),  # the unannotated identifier it may stand for
+    ]
+)
+FIT = pa.struct(
+    [
+        ("qid", pa.string()),
+        ("label", pa.string()),
+        ("percentile", pa.float64()),  # among the vocabulary for this formula: 0 best, 1 worst
+    ]
+)
+AUDIT_SCHEMA = pa.schema(
+    [
+        ("qid", pa.string()),
+        ("label", pa.string()),
+        ("url", pa.string()),
+        ("fold", pa.int8()),
+        ("scored", pa.bool_()),
+        ("remark", pa.string()),  # why an item is not scored, or what it lacks (no concepts)
+        ("num_concepts", pa.int32()),
+        ("pool", pa.int32()),  # the candidates: every item of its fold
+        ("rank_formula_to_annotation", pa.int32()),
+        ("rank_annotation_to_formula", pa.int32()),
+        ("margin_formula_to_annotation", pa.float64()),
+        ("margin_annotation_to_formula", pa.float64()),
+        ("suspicion", pa.float64()),  # ½ (mean + worst) concept percentile; null: no concepts
+        ("concept_fit", pa.list_(FIT)),  # the item's concepts, worst fitting first
+        ("preferred_annotations", pa.list_(pa.string())),  # items whose annotation fits better
+        ("preferred_formulae", pa.list_(pa.string())),  # items whose formula fits better
+        ("missing_concepts", pa.list_(SUGGESTION)),
+        ("unannotated_symbols", pa.list_(pa.string())),
+        ("finding", pa.string()),
+    ]
+)
+RANKS = ("rank_formula_to_annotation", "rank_annotation_to_formula")
+
+
+def build_audit(
+    formulae: Sequence[Mapping[str, Any]],
+    index: pa.Table,
+    folds: Mapping[str, int],
+    models: Mapping[tuple[int, str], LoadedModel],
+    texts: TextVectors,
+    aggregation: str,
+) -> pa.Table:
+    """The audit of every item of `formulae` (`wikidata_formulae` rows): scored by its fold's
+    models (`folds`: `cv_folds`), or a row saying why it is not."""
+    concepts = vocabulary(formulae)
+    by_qid = {row["qid"]: row for row in formulae}
+    scored: dict[str, dict[str, Any]] = {}
+    fold_problem: dict[int, str] = {}
+    indexed_folds = set(index.column("fold").to_pylist()) if index.num_rows else set()
+    for fold in sorted(set(folds.values())):
+        if fold not in indexed_folds:
+            fold_problem[fold] = f"fold {fold} has no models in the search index"
+            continue
+        try:
+            scored.update(_audit_fold(fold, index, by_qid, models, concepts, texts, aggregation))
+        except (KeyError, ValueError) as exc:
+            fold_problem[fold] = f"fold {fold} could not be scored: {exc}"
+    labels = {q: r.get("label") for q, r in by_qid.items()}
+    out = []
+    for qid, row in by_qid.items():
+        entry = scored.get(qid)
+        fold = folds.get(qid)
+        if entry is None:
+            if fold is None:
+                reason = "in no cross-validation fold (no OPT graph or no annotation text)"
+            elif fold in fold_problem:
+                reason = fold_problem[fold]
+            else:
+                reason = f"not held out in the search index of its fold {fold}"
+            entry = {"scored": False, "remark": reason}
+        out.append(_row(qid, row, fold, entry, labels))
+    out.sort(key=lambda r: (r["suspicion"] is None, -(r["suspicion"] or 0.0), r["qid"]))
+    return pa.Table.from_pylist(out, schema=AUDIT_SCHEMA)
+
+
+def _audit_fold(
+    fold: int,
+    index: pa.Table,
+    by_qid: Mapping[str, Mapping[str, Any]],
+    models: Mapping[tuple[int, str], LoadedModel],
+    concepts: Mapping,
+    texts: TextVectors,
+    aggregation: str,
+) -> dict[str, dict[str, Any]]:
+    vectors = serving_vectors(index, fold)
+    fold_models: dict[str, LoadedModel | None] = {}
+    for name in vectors.weights:
+        if registry.get(name).trained:
+            if (fold, name) not in models:
+                raise ValueError(f"no {name} model")
+            fold_models[name] = models[(fold, name)]
+        else:
+            fold_models[name] = None
+    rows = np.flatnonzero(np.asarray(vectors.splits) == HELD_OUT)
+    rows = np.array([r for r in rows if vectors.qids[r] in by_qid], dtype=np.int64)
+    if not len(rows):
+        return {}
+    scores = pair_scores(*ensemble_pair_scorers(vectors), rows)
+    suggester = ConceptSuggester(vectors, fold_models, concepts, texts, aggregation)
+    qids = vectors.qids
+    items = [by_qid[qids[r]] for r in rows]
+    suggestions = suggester.suggest([int(r) for r in rows], items)
+    fits = suggester.concept_fit([int(r) for r in rows], items)
+    out = {}
+    for i, r in enumerate(rows):
+        item = items[i]
+        labels = {c.get("qid"): c.get("label") for c in item.get("concepts") or []}
+        out[qids[r]] = {
+            "scored": True,
+            "remark": None if item.get("concepts") else "no concepts annotated",
+            "pool": len(qids),
+            RANKS[0]: int(scores.forward_rank[i]),
+            RANKS[1]: int(scores.backward_rank[i]),
+            "margin_formula_to_annotation": float(scores.forward_margin[i]),
+            "margin_annotation_to_formula": float(scores.backward_margin[i]),
+            "suspicion": suspicion(fits[i]),
+            "concept_fit": [
+                {"qid": q, "label": labels.get(q), "percentile": p}
+                for q, p in sorted(fits[i].items(), key=lambda kv: -kv[1])
+            ],
+            "preferred_annotations": [qids[j] for j in scores.preferred_annotations[i]],
+            "preferred_formulae": [qids[j] for j in scores.preferred_formulae[i]],
+            "missing_concepts": suggestions[i],
+        }
+    return out
+
+
+def _row(
+    qid: str,
+    item: Mapping[str, Any],
+    fold: int | None,
+    entry: Mapping[str, Any],
+    labels: Mapping[str, str | None],
+) -> dict[str, Any]:
+    suggestions: list[Suggestion] = entry.get("missing_concepts") or []
+    row = {
+        "qid": qid,
+        "label": item.get("label"),
+        "url": WIKIDATA + qid,
+        "fold": fold,
+        "num_concepts": len(item.get("concepts") or []),
+        "unannotated_symbols": unannotated_symbols(item),
+        **{k: None for k in AUDIT_SCHEMA.names if k not in ("qid", "label", "url", "fold")},
+        **entry,
+        "missing_concepts": [
+            {"qid": s.qid, "label": s.label, "score": s.score, "symbol": s.symbol}
+            for s in suggestions
+        ],
+    }
+    row["unannotated_symbols"] = unannotated_symbols(item)
+    row["num_concepts"] = len(item.get("concepts") or [])
+    row["finding"] = finding(row, labels)
+    return row
+
+
+def _named(qid: str, labels: Mapping[str, str | None]) -> str:
+    return f"{labels.get(qid) or '(no label)'} ({qid})"
+
+
+def finding(row: Mapping[str, Any], labels: Mapping[str, str | None]) -> str:
+    """What looks wrong, in words, for an editor."""
+    if not row["scored"]:
+        return f"not audited: {row['remark']}"
+    parts = []
+    if row["num_concepts"] == 0:
+        parts.append("no concepts annotated")
+    worst = [f for f in row.get("concept_fit") or [] if f["percentile"] >= WORST_FIT]
+    if worst:
+        named = ", ".join(
+            f"{f['label'] or f['qid']} ({f['qid']}, {f['percentile']:.0%})" for f in worst[:3]
+        )
+        parts.append(f"concepts its formula relates to less than most of the vocabulary: {named}")
+    if row["margin_formula_to_annotation"] > 0 and row[RANKS[0]] > 10:
+        parts.append(
+            f"its formula fits the annotation of {_named(row['preferred_annotations'][0], labels)}"
+            f" better (own annotation ranks {row[RANKS[0]]})"
+        )
+    lacking = suggested(row, 3)
+    if lacking:
+        parts.append(f"may lack: {lacking}")
+    return "; ".join(parts) or "looks consistent"
+
+
+def suggested(row: Mapping[str, Any], top: int) -> str:
+    """The first concepts the item may lack, with the symbol where one is named."""
+    out = []
+    for s in (row["missing_concepts"] or [])[:top]:
+        name = f"{s['label'] or s['qid']} ({s['qid']})"
+        out.append(f"{name} for {s['symbol']}" if s["symbol"] else name)
+    return ", ".join(out)
+
+
+def top_rows(audit: pa.Table, top: int) -> list[dict[str, Any]]:
+    """The `top` most suspicious rows (the table is stored most suspicious first)."""
+    return [r for r in audit.to_pylist() if r["suspicion"] is not None][:top]
+
+
+TSV_COLUMNS = (
+    "item", "label", "url", "what looks wrong", "suggested concepts",
+    "suspicion", "rank formula→annotation", "rank annotation→formula",
+)  # fmt: skip
+
+
+def tsv_rows(audit: pa.Table, top: int) -> list[list[str]]:
+    """The editors' list: one line per item of the `top` most suspicious."""
+    return [_tsv_row(r) for r in top_rows(audit, top)]
+
+
+def _tsv_row(r: Mapping[str, Any]) -> list[str]:
+    return [
+        r["qid"], r["label"] or "", r["url"], r["finding"], suggested(r, 5),
+        f"{r['suspicion']:.4f}", str(r[RANKS[0]]), str(r[RANKS[1]]),
+    ]  # fmt: skip
+
+
+# -- checks -------------------------------------------------------------------------------
+
+
+def one_row_per_item(audit: pa.Table, qids: Sequence[str]) -> Outcome:
+    """Every formula item has exactly one row, and nothing else has one."""
+    rows = audit.column("qid").to_pylist()
+    duplicated = sorted(q for q, n in Counter(rows).items() if n > 1)
+    missing = sorted(set(qids) - set(rows))
+    extra = sorted(set(rows) - set(qids))
+    problems = [
+        f"{name}: {', '.join(found[:5])}"
+        for name, found in (("duplicated", duplicated), ("missing", missing), ("extra", extra))
+        if found
+    ]
+    return Outcome(
+        not problems,
+        f"one row per item ({len(rows)})" if not problems else "; ".join(problems),
+        {"rows": len(rows), "scored": sum(audit.column("scored").to_pylist())},
+    )
+
+
+def ranks_in_range(audit: pa.Table) -> Outcome:
+    """Every scored row's ranks lie in 1 … pool and its suspicion in 0 … 1 (none
+    without concepts); an unscored row says why."""
+    problems = []
+    for r in audit.to_pylist():
+        if not r["scored"]:
+            if not r["remark"]:
+                problems.append(f"{r['qid']}: not scored, no reason")
+            continue
+        for column in RANKS:
+            if r[column] is None or not 1 <= r[column] <= (r["pool"] or 0):
+                problems.append(f"{r['qid']}: {column} {r[column]} of {r['pool']}")
+        fine = r["suspicion"] is None if not r["concept_fit"] else 0 <= r["suspicion"] <= 1
+        if not fine:
+            problems.append(f"{r['qid']}: suspicion {r['suspicion']} for {r['num_concepts']}")
+    return Outcome(
+        not problems,
+        "ranks within the candidate pool, suspicion within 0 … 1"
+        if not problems
+        else f"{len(problems)} problem(s): {problems[0]}",
+        {"problems": problems[:20]},
+    )
+
+
+def loaded_models(trained: Sequence[Any]) -> dict[tuple[int, str], LoadedModel]:
+    """(fold, method) → the network of each trained model (`fold_models`' values), in eval
+    mode, as `Method.load` rebuilds one from the model store."""
+    out = {}
+    for model in trained:
+        method = registry.trained_method(model.method)
+        module = method.build(model.description)
+        module.load_state_dict(model.state)
+        module.eval()
+        out[(model.fold, model.method)] = LoadedModel(model.description, module)
+    return out

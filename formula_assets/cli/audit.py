@@ -1,0 +1,66 @@
+"""`formula-assets audit`: the most suspicious formula annotations, printed or as TSV for
+editors. It reads the `annotation_audit` table; nothing is written to Wikidata."""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import sys
+from pathlib import Path
+
+import pyarrow as pa
+from upath import UPath
+
+from formula_assets.audit.table import TSV_COLUMNS, top_rows, tsv_rows
+from formula_assets.core import lake
+from formula_assets.core.settings import Settings
+
+ASSET = "annotation_audit"
+
+
+def read_audit(root: UPath) -> pa.Table:
+    path = root / f"{ASSET}.parquet"
+    if not path.exists():
+        raise FileNotFoundError(
+            f"{ASSET} is not materialized in {root}; run `make run` (formula-assets refresh) first"
+        )
+    try:
+        return lake.read_parquet(path)
+    except pa.ArrowInvalid as exc:
+        raise FileNotFoundError(f"{path} is not a readable Parquet table ({exc})") from None
+
+
+def run_audit(args: argparse.Namespace) -> int:
+    """Print the `--top` most suspicious items (and write them to `--tsv`); 2 when the audit
+    is not there to read or the file cannot be written."""
+    if args.top < 1:
+        print("audit: --top must be at least 1", file=sys.stderr)
+        return 2
+    try:
+        audit = read_audit(UPath(Settings.from_environment().data_lake))
+    except FileNotFoundError as exc:
+        print(f"audit: {exc}", file=sys.stderr)
+        return 2
+    rows = top_rows(audit, args.top)
+    unscored = audit.num_rows - sum(audit.column("scored").to_pylist())
+    print(
+        f"the {len(rows)} most suspicious of {audit.num_rows} formula items"
+        + (f" ({unscored} not scored)" if unscored else "")
+    )
+    for n, row in enumerate(rows, 1):
+        print(
+            f"{n:>3}. {row['suspicion']:6.3f}  {row['qid']:<11} {row['label'] or '(no label)'}"
+            f"  {row['url']}"
+        )
+        print(f"{'':13}{row['finding']}")
+    if args.tsv is not None:
+        try:
+            with Path(args.tsv).open("w", encoding="utf-8", newline="") as handle:
+                writer = csv.writer(handle, delimiter="\t", lineterminator="\n")
+                writer.writerow(TSV_COLUMNS)
+                writer.writerows(tsv_rows(audit, args.top))
+        except OSError as exc:
+            print(f"audit: cannot write {args.tsv}: {exc}", file=sys.stderr)
+            return 2
+        print(f"wrote {len(rows)} rows to {args.tsv}")
+    return 0

@@ -1,0 +1,96 @@
+"""`annotation_audit`: the formula annotations the held-out models find least plausible, and
+the concepts they may lack, for Wikidata editors (docs/audit.md)."""
+
+import dagster as dg
+import numpy as np
+import pyarrow as pa
+
+from formula_assets.core.arrow import recorded_aggregation, recorded_identity, recorded_model
+from formula_assets.core.hashing import table_content_hash
+from formula_assets.defs.checks import check_result, schema_contract
+from formula_assets.defs.metadata import annotation_audit_top
+from formula_assets.defs.publication import settle
+from formula_assets.defs.resources.sentence_embedder import SentenceEmbedderResource
+
+
+@dg.asset(group_name="evaluation", kinds={"python", "parquet"})
+def annotation_audit(
+    context: dg.AssetExecutionContext,
+    sentence_embedder: SentenceEmbedderResource,
+    wikidata_formulae: pa.Table,
+    cv_folds: pa.Table,
+    semantic_embeddings: pa.Table,
+    search_index: pa.Table,
+    fold_models: dict,
+):
+    """One row per formula item, scored by the fold models that never trained on it: its own
+    annotation's rank among all items' in both directions, how well each of its concepts fits
+    its formula and a suspicion score from that, the items the models prefer, and the concepts
+    it may lack; most suspicious first."""
+    from formula_assets.audit.concepts import corpus_texts, vocabulary
+    from formula_assets.audit.table import build_audit, loaded_models
+    from formula_assets.semantics.cache import embed_texts
+
+    formulae = wikidata_formulae.to_pylist()
+    embedder = sentence_embedder.embedder(recorded_model(semantic_embeddings))
+    recorded = recorded_identity(semantic_embeddings)
+    if recorded and embedder.spec.identity != recorded:
+        raise dg.Failure(
+            f"the sentence model's files ({embedder.spec.identity}) are not those that built "
+            f"semantic_embeddings ({recorded}): refresh semantic_embeddings first"
+        )
+    cache = sentence_embedder.cache(embedder, "semantic_embeddings", context.log.warning)
+    texts = corpus_texts(formulae, vocabulary(formulae))
+    matrix, stats = embed_texts(texts, embedder, cache)
+    context.log.info(f"{stats.embedded:,} texts embedded, {stats.cached:,} from cache")
+    table = build_audit(
+        formulae,
+        search_index,
+        dict(zip(cv_folds["qid"].to_pylist(), cv_folds["fold"].to_pylist(), strict=True)),
+        loaded_models(list(fold_models.values())),
+        dict(zip(texts, matrix, strict=True)),
+        recorded_aggregation(semantic_embeddings) or "sum",
+    )
+    scored = table.filter(table["scored"])
+    first = scored["rank_formula_to_annotation"].to_numpy() == 1
+    return dg.Output(
+        table,
+        data_version=dg.DataVersion(table_content_hash(table)),
+        metadata={
+            "items": table.num_rows,
+            "scored": scored.num_rows,
+            "not_scored": table.num_rows - scored.num_rows,
+            "own_annotation_first_for_its_formula": int(first.sum()),
+            "median_rank_formula_to_annotation": float(
+                np.median(scored["rank_formula_to_annotation"].to_numpy())
+            )
+            if scored.num_rows
+            else 0.0,
+            "most_suspicious": annotation_audit_top(table),
+        },
+    )
+
+
+@dg.asset_check(
+    asset=annotation_audit, blocking=True, additional_ins={"wikidata_formulae": dg.AssetIn()}
+)
+def annotation_audit_one_row_per_item(
+    annotation_audit: pa.Table, wikidata_formulae: pa.Table
+) -> dg.AssetCheckResult:
+    """Every formula item has exactly one row, scored or saying why not."""
+    from formula_assets.audit.table import one_row_per_item
+
+    return settle(
+        check_result(one_row_per_item(annotation_audit, wikidata_formulae["qid"].to_pylist()))
+    )
+
+
+@dg.asset_check(asset=annotation_audit, blocking=True)
+def annotation_audit_ranks_in_range(annotation_audit: pa.Table) -> dg.AssetCheckResult:
+    """Each scored row's ranks lie within its candidate pool; each unscored row has a reason."""
+    from formula_assets.audit.table import ranks_in_range
+
+    return settle(check_result(ranks_in_range(annotation_audit)))
+
+
+annotation_audit_schema = schema_contract([annotation_audit])
