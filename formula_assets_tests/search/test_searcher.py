@@ -91,9 +91,9 @@ def test_the_ensemble_scores_a_text_query_against_the_structural_sides_hubness(
         "semantic_hubness",
         pa.array(rng.uniform(0.5, 1.0, n)),
     )
-    for table in Path(str(lake)).glob("*.parquet"):
-        if table.name != "search_index.parquet":
-            (tmp_path / table.name).symlink_to(table)
+    for entry in Path(str(lake)).iterdir():  # the models and every other table as they are
+        if entry.name != "search_index.parquet":
+            (tmp_path / entry.name).symlink_to(entry)
     pq.write_table(index, tmp_path / "search_index.parquet")
     searcher = Searcher(UPath(tmp_path), method="score_ensemble")
     text = "energy of a moving body"
