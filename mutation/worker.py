@@ -72,7 +72,7 @@ def _run_tests(target: Target, code: object | None) -> int:
     null = os.open(os.devnull, os.O_WRONLY)
     os.dup2(null, 1)
     os.dup2(null, 2)
-    return int(pytest.main([*PYTEST_ARGS, *target.tests]))
+    return int(pytest.main([*PYTEST_ARGS, *target.args, *target.tests]))
 
 
 def _fork_and_wait(target: Target, code: object | None, timeout: float) -> tuple[str, float]:
@@ -120,6 +120,7 @@ def run_module(target: Target) -> dict:
         "module": target.module,
         "path": target.path,
         "tests": list(target.tests),
+        "args": list(target.args),
         "clean_seconds": clean_seconds,
         "mutants": results,
     }
