@@ -3,6 +3,7 @@
 import hashlib
 
 import numpy as np
+import pyarrow as pa
 import pytest
 
 from formula_assets.syntax.wl_svd import wl_labels, wl_svd_embeddings
@@ -126,3 +127,31 @@ def test_one_graph_is_one_unit_component() -> None:
     vector = wl_svd_embeddings(shape_graphs().slice(0, 1), dimensions=8)
     assert vector.shape == (1, 8)
     assert abs(vector[0, 0]) == pytest.approx(1.0, abs=1e-6) and not vector[0, 1:].any()
+
+
+def _graphs(formulae: list[str]):
+    from formula_assets.syntax.opt import build_opt_graphs
+
+    return build_opt_graphs((f"Q{i}", f) for i, f in enumerate(formulae, start=1)).graphs
+
+
+REPEATS = "<math><mrow><mi>a</mi><mo>+</mo><mi>a</mi><mo>+</mo><mi>a</mi></mrow></math>"
+LETTERS = ["<math><mi>x</mi></math>", "<math><mi>y</mi></math>", "<math><mi>z</mi></math>"]
+
+
+def test_repeated_patterns_count_sublinearly() -> None:
+    """A label seen three times in one formula weighs 1 + ln 3, not 3."""
+    graphs = pa.concat_tables([shape_graphs().slice(0, 5), _graphs([REPEATS])])
+    vectors = wl_svd_embeddings(graphs)
+    np.testing.assert_allclose(vectors @ vectors.T, _rank_k_gram(_weighted(graphs), 5), atol=1e-5)
+
+
+def test_fewer_patterns_than_formulae_bound_the_rank() -> None:
+    """Five one-letter formulae over three letters: three labels, so at most two components
+    (one less than the labels), whatever width is asked for."""
+    graphs = _graphs([*LETTERS, *LETTERS[:2]])
+    weighted = _weighted(graphs)
+    assert weighted.shape[1] == 3
+    vectors = wl_svd_embeddings(graphs, dimensions=8)
+    np.testing.assert_allclose(vectors @ vectors.T, _rank_k_gram(weighted, 2), atol=1e-5)
+    assert not vectors[:, 2:].any()
