@@ -113,6 +113,21 @@ def record(scores: dict, target: Target, result: dict, equivalents: list[Equival
     }
 
 
+def rescore(scores: dict, targets: list[Target], equivalents: list[Equivalent]) -> None:
+    """The recorded scores of `targets` counted again from their last raw results (the run's
+    date and commit kept): an equivalent mutant listed since is left out."""
+    for target in targets:
+        output = RESULTS / f"{target.module}.json"
+        if target.module not in scores or not output.exists():
+            continue
+        measured = {k: scores[target.module][k] for k in ("date", "commit", "seconds")}
+        record(scores, target, json.loads(output.read_text(encoding="utf-8")), equivalents)
+        scores[target.module].update(measured)
+        entry = scores[target.module]
+        print(f"{target.module} {entry['killed']}/{entry['counted']} (rescored)")
+    SCORES.write_text(json.dumps(scores, indent=1, sort_keys=True) + "\n", "utf-8")
+
+
 def load_scores(path: Path = SCORES) -> dict:
     return json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
 
@@ -174,6 +189,11 @@ def main(argv: list[str] | None = None) -> int:
         "--write-table", action="store_true", help=f"write the table of {TABLE.name}"
     )
     parser.add_argument("--list", action="store_true", help="list the modules, run nothing")
+    parser.add_argument(
+        "--rescore",
+        action="store_true",
+        help="score the last results again with the current equivalent lists, run nothing",
+    )
     args = parser.parse_args(argv)
     all_targets = load_targets()
     targets = [t for t in all_targets if not args.module or t.module in args.module]
@@ -189,6 +209,9 @@ def main(argv: list[str] | None = None) -> int:
         targets = []  # only the table, from the recorded scores
     equivalents = load_equivalents()
     scores = load_scores()
+    if args.rescore:
+        rescore(scores, targets, equivalents)
+        targets = []
     RESULTS.mkdir(exist_ok=True)
     started = time.monotonic()
     killed_all = total_all = 0
@@ -212,7 +235,7 @@ def main(argv: list[str] | None = None) -> int:
         rate = killed_all / total_all if total_all else 1.0
         print(f"({time.monotonic() - started:.0f} s)")
         print(f"mutation score: {killed_all}/{total_all} ({rate:.0%})")
-    elif not args.write_table:
+    elif not (args.write_table or args.rescore):
         print("no module to measure")
     if args.write_table:
         in_scope = set(scope())
