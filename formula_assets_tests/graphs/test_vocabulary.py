@@ -29,7 +29,9 @@ def test_ids_follow_frequency_then_token_after_padding_and_unknown() -> None:
     assert vocabulary.counts == (0, 0, 3, 2, 2, 1, 1)
     assert len(vocabulary) == 7
     assert vocabulary.ids(["x", "z", "never seen", "[PAD]"]) == [2, 6, 1, 0]
+    assert vocabulary.most_common(1) == [("x", 3)]
     assert vocabulary.most_common(2) == [("x", 3), ("+", 2)]
+    assert vocabulary.most_common(3) == [("x", 3), ("+", 2), ("y", 2)]
     assert vocabulary.most_common(10) == [("x", 3), ("+", 2), ("y", 2), ("=", 1), ("z", 1)]
 
 
