@@ -178,3 +178,21 @@ def test_holm_values_follow_their_comparisons() -> None:
     """Each comparison's adjusted p is Holm's value of its own Wilcoxon p in the family."""
     tests = significance(evaluation_with({**MEANS, ENSEMBLE: 0.6}), LINEUP)
     assert [c.holm_p for c in tests] == holm([c.wilcoxon_p for c in tests])
+
+
+def test_a_best_method_named_after_the_ensemble_meets_every_other_method() -> None:
+    """Only the ensemble is compared with its members alone; any other best method, whatever
+    its name sorts like, is compared with every other row."""
+    lineup = Lineup(
+        methods=(*LINEUP.methods, Named("zeta")),
+        trained=(*LINEUP.trained, "zeta"),
+        members=LINEUP.members,
+    )
+    pairs = comparison_pairs("zeta", lineup)
+    assert {("zeta", m) for m in lineup.names if m != "zeta"} <= set(pairs)
+    assert ("zeta", "zeta") not in pairs
+
+
+def test_a_method_worse_on_every_query_is_tested_not_tied() -> None:
+    worse = pair(two_method_evaluation([[0.25] * 10, [0.25] * 10], [[0.5] * 10, [0.75] * 10]))
+    assert worse.mean_rr_difference < 0 and worse.wilcoxon_p < 0.01
