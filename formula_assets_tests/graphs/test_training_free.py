@@ -55,3 +55,15 @@ def test_random_gine_leaves_the_global_generator_alone() -> None:
 @pytest.mark.parametrize("method", ["wl_svd", "random_gine"])
 def test_the_default_width_is_the_documented_64(method: str) -> None:
     assert structural_embeddings(shape_graphs(), method).shape == (6, 64)
+
+
+def test_called_without_a_seed_it_gives_what_the_asset_gives_by_default() -> None:
+    """The function's defaults and the asset's config defaults are one setting."""
+    from formula_assets.defs.syntax.structural_embeddings import StructuralConfig
+
+    config = StructuralConfig()
+    graphs = shape_graphs()
+    assert np.array_equal(
+        structural_embeddings(graphs, "random_gine"),
+        structural_embeddings(graphs, "random_gine", config.dimensions, config.seed),
+    )
