@@ -24,7 +24,7 @@ from formula_assets.evaluation.ensemble import choose_ensemble, ensemble_scorers
 from formula_assets.evaluation.hubness import HUBNESS_KS
 from formula_assets.evaluation.lineup import FoldData
 from formula_assets.evaluation.ranking import Scorer, gold_ranks
-from formula_assets.evaluation.table2 import REFERENCE_SPLIT, WEIGHT_SPLIT, member_spaces
+from formula_assets.evaluation.retrieval import REFERENCE_SPLIT, WEIGHT_SPLIT, member_spaces
 from formula_assets.methods import registry
 from formula_assets.training.artifacts import load_model, model_directory
 

@@ -22,7 +22,7 @@ from formula_assets.core import lake
 from formula_assets.core.profiles import Profile, get_profile
 from formula_assets.core.protocol import DIRECTIONS, FOLDS
 from formula_assets.core.settings import Settings
-from formula_assets.evaluation.table2 import PAPER_TABLE_2, evaluate, table_2
+from formula_assets.evaluation.retrieval import PAPER_TABLE_2, evaluate, table_2
 from formula_assets.methods import registry
 from formula_assets.training.data import alignment_data
 from formula_assets.training.fold import train_fold

@@ -9,8 +9,8 @@ import pytest
 
 from formula_assets.core.arrow import recorded_aggregation, recorded_model
 from formula_assets.core.protocol import DIRECTIONS
+from formula_assets.evaluation.retrieval import ensemble_choices
 from formula_assets.evaluation.significance import comparisons
-from formula_assets.evaluation.table2 import ensemble_choices
 from formula_assets.methods import registry
 from formula_assets.reporting.tables import significance_rows
 from formula_assets_tests.support.pipeline import SAMPLE, copy_pipeline, ran

@@ -162,7 +162,7 @@ def significance(comparisons: Sequence[Any]) -> dg.MetadataValue:
 
 def recall_chart(scores: pa.Table) -> dg.MetadataValue:
     from formula_assets.core.protocol import DIRECTIONS
-    from formula_assets.evaluation.table2 import table_2 as summary
+    from formula_assets.evaluation.retrieval import table_2 as summary
     from formula_assets.reporting.figures import recall_bars_figure
 
     return image(recall_bars_figure(summary(scores), DIRECTIONS), "recall@k per method")

@@ -18,7 +18,7 @@ import pyarrow as pa
 
 from formula_assets.core.protocol import DIRECTIONS, ENSEMBLE
 from formula_assets.evaluation.lineup import Lineup
-from formula_assets.evaluation.table2 import Evaluation
+from formula_assets.evaluation.retrieval import Evaluation
 
 
 @dataclass(frozen=True)

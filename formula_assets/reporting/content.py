@@ -13,8 +13,8 @@ import pyarrow as pa
 
 from formula_assets.analysis.figures import CCA_FIGURE, COSINE_FIGURE, FIGURE_DIR
 from formula_assets.core.protocol import DIRECTIONS
+from formula_assets.evaluation.retrieval import table_2
 from formula_assets.evaluation.significance import Comparison
-from formula_assets.evaluation.table2 import table_2
 from formula_assets.reporting import figures
 from formula_assets.reporting.document import Block, Figure, Heading, Paragraph, Table
 from formula_assets.reporting.tables import (

@@ -9,8 +9,8 @@ from typing import Any
 import pyarrow as pa
 
 from formula_assets.analysis.correspondence import PAPER_TABLE_1
+from formula_assets.evaluation.retrieval import table_2
 from formula_assets.evaluation.significance import Comparison
-from formula_assets.evaluation.table2 import table_2
 
 TABLE_1_COLUMNS = ["metric", "ours", "paper", "note"]
 TABLE_2_COLUMNS = ["direction", "method", "R@1", "R@5", "R@10", "MRR", "paper R@1/5/10/MRR"]

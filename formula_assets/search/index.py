@@ -25,7 +25,7 @@ from formula_assets.evaluation.ensemble import EnsembleChoice, ensemble_scorers,
 from formula_assets.evaluation.hubness import Space, SpaceHubness
 from formula_assets.evaluation.lineup import FoldData, SplitVectors
 from formula_assets.evaluation.ranking import CosineScorer, Scorer, gold_ranks
-from formula_assets.evaluation.table2 import fold_ensemble
+from formula_assets.evaluation.retrieval import fold_ensemble
 from formula_assets.methods import registry
 from formula_assets.search.layout import HELD_OUT, INDEX_SCHEMA, METADATA_KEY
 

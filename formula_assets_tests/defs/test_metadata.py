@@ -5,7 +5,7 @@ import pyarrow as pa
 from formula_assets.analysis.correspondence import METRICS_SCHEMA
 from formula_assets.core.arrow import embedding_schema
 from formula_assets.defs.metadata import COLUMN_DOCS, markdown_table, table_schema
-from formula_assets.evaluation.table2 import SCORE_SCHEMA
+from formula_assets.evaluation.retrieval import SCORE_SCHEMA
 from formula_assets.ingest.records import FORMULA_SCHEMA
 from formula_assets.semantics.annotations import ANNOTATION_SCHEMA
 from formula_assets.syntax.opt import OPT_GRAPH_SCHEMA, REJECTED_SCHEMA

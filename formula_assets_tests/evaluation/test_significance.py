@@ -6,6 +6,7 @@ import pytest
 
 from formula_assets.core.protocol import DIRECTIONS, ENSEMBLE
 from formula_assets.evaluation.lineup import Lineup
+from formula_assets.evaluation.retrieval import Evaluation
 from formula_assets.evaluation.significance import (
     Comparison,
     best_method,
@@ -15,7 +16,6 @@ from formula_assets.evaluation.significance import (
     significance,
     significance_table,
 )
-from formula_assets.evaluation.table2 import Evaluation
 from formula_assets.methods import registry
 
 LINEUP = registry.lineup()

@@ -14,7 +14,7 @@ from formula_assets.core.protocol import DIRECTIONS, ENSEMBLE, FOLDS
 from formula_assets.evaluation.ensemble import EnsembleChoice
 from formula_assets.evaluation.hubness import SpaceHubness
 from formula_assets.evaluation.inputs import evaluation_inputs
-from formula_assets.evaluation.table2 import evaluate
+from formula_assets.evaluation.retrieval import evaluate
 from formula_assets.methods import registry
 from formula_assets.search.checks import index_complete
 from formula_assets.search.index import build_search_index, held_out_quality, serving_fold

@@ -49,8 +49,8 @@ def report_document(
 ) -> dg.MaterializeResult:
     """Tables 1 and 2 beside the paper, figures, data sizes, folds, settings and versions."""
     from formula_assets.core.arrow import recorded_aggregation, recorded_identity, recorded_model
+    from formula_assets.evaluation.retrieval import ensemble_choices as choices
     from formula_assets.evaluation.significance import comparisons
-    from formula_assets.evaluation.table2 import ensemble_choices as choices
     from formula_assets.reporting import content, document
 
     instance = context.instance

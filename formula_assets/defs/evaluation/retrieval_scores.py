@@ -54,8 +54,8 @@ def retrieval_scores(
 ):
     """Every registered method and the score ensemble on each test fold."""
     from formula_assets.evaluation.inputs import evaluation_inputs
+    from formula_assets.evaluation.retrieval import ensemble_table, evaluate
     from formula_assets.evaluation.significance import significance, significance_table
-    from formula_assets.evaluation.table2 import ensemble_table, evaluate
 
     models = {(m.fold, m.method): m for m in fold_models.values()}
     context.log.info(f"scoring {len(models)} trained models on their test folds")

@@ -9,8 +9,8 @@ from formula_assets.core.profiles import get_profile
 from formula_assets.core.protocol import DIRECTIONS, FOLDS
 from formula_assets.evaluation.hubness import HUBNESS_KS
 from formula_assets.evaluation.inputs import evaluation_inputs
+from formula_assets.evaluation.retrieval import ensemble_choices, ensemble_table, evaluate, table_2
 from formula_assets.evaluation.significance import best_method, comparison_pairs, significance
-from formula_assets.evaluation.table2 import ensemble_choices, ensemble_table, evaluate, table_2
 from formula_assets.methods import registry
 from formula_assets.training.artifacts import embeddings_table
 from formula_assets.training.data import alignment_data
