@@ -1,5 +1,5 @@
-"""Table 2 on hand-made vectors: the ensemble's test scores against an independent oracle,
-with hubness measured on the training split only (never the test fold)."""
+"""Retrieval (Table 2) on hand-made vectors: the ensemble's test scores against an oracle,
+with hubness measured on the training split only (never on the test fold)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 from formula_assets.core.protocol import DIRECTIONS, ENSEMBLE
 from formula_assets.evaluation.inputs import EvaluationInputs
 from formula_assets.evaluation.lineup import Lineup
-from formula_assets.evaluation.table2 import evaluate
+from formula_assets.evaluation.retrieval import evaluate
 from formula_assets.methods.base import TrainedMethod
 
 SPLITS = {"train": 40, "selection": 30, "test": 25}
