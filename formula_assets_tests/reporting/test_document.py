@@ -51,7 +51,7 @@ def test_the_markdown_is_the_whole_document_line_by_line() -> None:
         Table(["a", "b", "c"], [[1, 2, 3]]),
         Figure(PNG, "cap", "f.png"),
     ]
-    assert to_markdown("t", blocks).splitlines() == [
+    assert to_markdown("t", blocks).split("\n") == [
         "# t",
         "",
         "### Results",
