@@ -63,6 +63,11 @@ def _equivalent(mutant: dict, occurrence: int, path: str, equivalents: list[Equi
     )
 
 
+def _killed(outcome: str) -> bool:
+    # "error (pytest exit 2)": how results before collection errors counted as kills said it
+    return outcome.startswith("killed") or outcome == "error (pytest exit 2)"
+
+
 def score(result: dict, equivalents: list[Equivalent]) -> tuple[int, int, list[dict]]:
     seen: dict[tuple[str, str], int] = {}
     counted = []
@@ -72,7 +77,7 @@ def score(result: dict, equivalents: list[Equivalent]) -> tuple[int, int, list[d
         mutant["occurrence"] = seen[key]
         if not _equivalent(mutant, seen[key], result["path"], equivalents):
             counted.append(mutant)
-    survivors = [m for m in counted if not m["outcome"].startswith("killed")]
+    survivors = [m for m in counted if not _killed(m["outcome"])]
     return len(counted) - len(survivors), len(counted), survivors
 
 
