@@ -226,6 +226,7 @@ def main(argv: list[str] | None = None) -> int:
         ):
             killed, total, survivors = score(result, equivalents)
             killed_all, total_all = killed_all + killed, total_all + total
+            scores = load_scores()  # another run may have recorded other modules meanwhile
             record(scores, target, result, equivalents)
             SCORES.write_text(json.dumps(scores, indent=1, sort_keys=True) + "\n", "utf-8")
             if not args.quiet:
