@@ -11,6 +11,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 HERE = Path(__file__).resolve().parent
+PACKAGE = "formula_assets"
+TESTS = "formula_assets_tests"
 
 
 @dataclass(frozen=True)
@@ -18,10 +20,17 @@ class Target:
     module: str
     tests: tuple[str, ...]
     functions: tuple[str, ...] | None = None  # only mutate these (qualified names)
+    args: tuple[str, ...] = ()  # extra pytest arguments
 
     @property
     def path(self) -> str:
         return self.module.replace(".", "/") + ".py"
+
+
+@dataclass(frozen=True)
+class Excluded:
+    module: str
+    reason: str
 
 
 @dataclass(frozen=True)
@@ -35,16 +44,47 @@ class Equivalent:
     occurrence: int | None = None
 
 
+def mirror(module: str) -> str:
+    """The test file mirroring a module: formula_assets.a.b → formula_assets_tests/a/test_b.py."""
+    parts = module.split(".")[1:]
+    return "/".join([TESTS, *parts[:-1], f"test_{parts[-1]}.py"])
+
+
+def _read(path: Path) -> dict:
+    return tomllib.loads(path.read_text(encoding="utf-8"))
+
+
 def load_targets(path: Path = HERE / "targets.toml") -> list[Target]:
-    data = tomllib.loads(path.read_text(encoding="utf-8"))
     return [
         Target(
             module=entry["module"],
-            tests=tuple(entry["tests"]),
+            tests=tuple(entry.get("tests") or [mirror(entry["module"])]),
             functions=tuple(entry["functions"]) if "functions" in entry else None,
+            args=tuple(entry.get("args", ())),
         )
-        for entry in data["module"]
+        for entry in _read(path)["module"]
     ]
+
+
+def load_excluded(path: Path = HERE / "targets.toml") -> list[Excluded]:
+    out = []
+    for entry in _read(path).get("excluded", []):
+        if not entry.get("reason", "").strip():
+            raise ValueError(f"{path.name}: a module left out without a reason: {entry}")
+        out.append(Excluded(entry["module"], entry["reason"]))
+    return out
+
+
+def scope(path: Path = HERE / "targets.toml", root: Path = ROOT) -> list[str]:
+    """Every module that must be measured or left out with a reason: each module of the
+    domain packages (`packages`) and the `extra` ones."""
+    data = _read(path)
+    modules = []
+    for package in data.get("packages", []):
+        for source in sorted((root / PACKAGE / package).glob("*.py")):
+            if source.name != "__init__.py":
+                modules.append(f"{PACKAGE}.{package}.{source.stem}")
+    return modules + list(data.get("extra", []))
 
 
 def load_equivalents(folder: Path = HERE / "equivalent") -> list[Equivalent]:

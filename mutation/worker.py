@@ -2,8 +2,9 @@
 
 The worker imports the heavy third-party libraries once; for each mutant it forks, installs
 an import hook that compiles the module from the mutated tree, and runs the module's tests
-with pytest (stopping at the first failure). A failing test or a hang (past a timeout
-derived from the clean run) kills the mutant; a clean pass lets it survive.
+with pytest (stopping at the first failure). A failing test, tests that can no longer be
+collected (the mutant breaks an import; the clean run collected them) or a hang (past a
+timeout derived from the clean run) kill the mutant; a clean pass lets it survive.
 
 Usage: python -m mutation.worker MODULE RESULT.json
 """
@@ -72,7 +73,7 @@ def _run_tests(target: Target, code: object | None) -> int:
     null = os.open(os.devnull, os.O_WRONLY)
     os.dup2(null, 1)
     os.dup2(null, 2)
-    return int(pytest.main([*PYTEST_ARGS, *target.tests]))
+    return int(pytest.main([*PYTEST_ARGS, *target.args, *target.tests]))
 
 
 def _fork_and_wait(target: Target, code: object | None, timeout: float) -> tuple[str, float]:
@@ -93,7 +94,9 @@ def _fork_and_wait(target: Target, code: object | None, timeout: float) -> tuple
             exit_code = os.waitstatus_to_exitcode(status)
             if exit_code == 0:
                 return "survived", elapsed
-            if exit_code in (2, 3, 4, 5):  # interrupted, internal, usage, nothing collected
+            if exit_code == 2:  # interrupted: the tests could not even be collected
+                return "killed (collection error)", elapsed
+            if exit_code in (3, 4, 5):  # internal, usage, nothing collected
                 return f"error (pytest exit {exit_code})", elapsed
             return "killed", elapsed
         if elapsed > timeout:
@@ -120,6 +123,7 @@ def run_module(target: Target) -> dict:
         "module": target.module,
         "path": target.path,
         "tests": list(target.tests),
+        "args": list(target.args),
         "clean_seconds": clean_seconds,
         "mutants": results,
     }

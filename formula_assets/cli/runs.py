@@ -52,7 +52,7 @@ class Job:
 def materialize(defs: dg.Definitions, instance: dg.DagsterInstance, job: Job) -> bool:
     """One in-process run of the job's assets (and their checks) on the shared instance."""
     result = dg.materialize(
-        [*defs.assets, *defs.asset_checks],
+        [*(defs.assets or ()), *(defs.asset_checks or ())],
         instance=instance,
         resources=defs.resources,
         selection=dg.AssetSelection.assets(*job.asset_keys),

@@ -14,14 +14,16 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from types import SimpleNamespace
 
 import dagster as dg
 import pytest
 from dagster._core.definitions.assets.graph.asset_graph_subset import AssetGraphSubset
-from dagster._core.events import DagsterEventType
+from dagster._core.events import DagsterEvent, DagsterEventType, StepMaterializationData
 from dagster._core.execution.backfill import PartitionBackfill
 from dagster._daemon.types import DaemonHeartbeat
 
+from formula_assets.cli import inflight
 from formula_assets.cli.inflight import building_elsewhere
 from formula_assets.cli.stale import Target
 from formula_assets_tests.support.pipeline import CLI, ROOT, ran, sparql_pipeline
@@ -161,3 +163,52 @@ def test_queued_runs_and_backfills_count_only_while_a_daemon_runs(small) -> None
         "wikidata_formulae": f"run {queued} (sensor formula_assets_automation, queued)",
         "opt_graphs": "backfill bkfl0001 (the automation sensor, requested)",
     }
+
+
+def test_a_stale_daemon_heartbeat_moves_nothing(small) -> None:
+    """A heartbeat stays in the instance after its daemon (`dg dev`) stops: one older than
+    the limit must not make queued runs look as if something would start them."""
+    defs, instance = small
+    a_run(defs, instance, dg.DagsterRunStatus.QUEUED, os.getpid())
+    old = time.time() - inflight.DAEMON_HEARTBEAT_S - 30
+    instance.add_daemon_heartbeat(DaemonHeartbeat(old, "QUEUED_RUN_COORDINATOR", None))
+    assert not inflight.daemon_alive(instance, time.time())
+    assert building_elsewhere(defs, instance, [Target(KEY)]) == {}
+    recent = time.time() - inflight.DAEMON_HEARTBEAT_S + 30
+    instance.add_daemon_heartbeat(DaemonHeartbeat(recent, "QUEUED_RUN_COORDINATOR", None))
+    assert inflight.daemon_alive(instance, time.time())
+    assert set(building_elsewhere(defs, instance, [Target(KEY)])) == {Target(KEY)}
+
+
+def test_a_run_not_started_counts_for_its_grace_only(small, monkeypatch) -> None:
+    """A run created in-process is NOT_STARTED for a moment: waited for then, not after."""
+    defs, instance = small
+    job = defs.resolve_implicit_global_asset_job_def()
+    run = instance.create_run_for_job(job, asset_selection=frozenset({KEY}))
+    assert instance.get_run_by_id(run.run_id).status == dg.DagsterRunStatus.NOT_STARTED
+    busy = building_elsewhere(defs, instance, [Target(KEY)])
+    assert busy[Target(KEY)].id == run.run_id and busy[Target(KEY)].state == "not_started"
+    created = time.time()
+
+    def seen_after(seconds: float) -> bool:
+        monkeypatch.setattr(inflight, "time", SimpleNamespace(time=lambda: created + seconds))
+        return bool(building_elsewhere(defs, instance, [Target(KEY)]))
+
+    assert seen_after(inflight.NOT_STARTED_GRACE_S - 5)
+    assert not seen_after(inflight.NOT_STARTED_GRACE_S + 5)
+
+
+def test_what_a_run_already_built_is_not_waited_for(small) -> None:
+    """A live run that planned a target and has materialized it builds it no more."""
+    defs, instance = small
+    run_id = a_run(defs, instance, dg.DagsterRunStatus.STARTED, os.getpid())
+    other = dg.AssetKey("opt_graphs")
+    assert set(building_elsewhere(defs, instance, [Target(KEY), Target(other)])) == {Target(KEY)}
+    job = defs.resolve_implicit_global_asset_job_def()
+    done = DagsterEvent(
+        DagsterEventType.ASSET_MATERIALIZATION.value,
+        job.name,
+        event_specific_data=StepMaterializationData(dg.AssetMaterialization(KEY)),
+    )
+    instance.report_dagster_event(done, run_id)
+    assert building_elsewhere(defs, instance, [Target(KEY)]) == {}

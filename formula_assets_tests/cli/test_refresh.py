@@ -1,4 +1,5 @@
-"""`formula-assets refresh` when one of its worker processes dies mid-step."""
+"""`formula-assets refresh` when one of its worker processes dies mid-step, and the guards of
+its loop: a step still stale after two builds, the round limit, a job already being built."""
 
 import os
 import signal
@@ -9,7 +10,11 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
+from formula_assets.cli.refresh import refresh
+from formula_assets.cli.runs import Job, RefreshError
+from formula_assets.cli.worker import LocalRunner, materialize_here
 from formula_assets_tests.support.pipeline import CLI, ROOT, copy_pipeline
+from formula_assets_tests.support.recorded_runs import a_run
 
 
 def children(pid: int) -> list[int]:
@@ -70,3 +75,55 @@ def test_a_killed_worker_fails_the_refresh_naming_the_step(materialized, tmp_pat
         )
         assert left_running == []
     assert all(not Path(f"/proc/{w}").exists() for w in pool_workers(process.pid))
+
+
+# ------------------------------------------------------------------- the loop's own guards
+
+
+class BuildsNothing:
+    """An engine whose runs all report success and change nothing (a broken deployment)."""
+
+    def __init__(self) -> None:
+        self.rounds: list[list[str]] = []
+
+    def plan(self, defs, frontier):
+        return LocalRunner(1).plan(defs, frontier)
+
+    def run(self, defs, instance, jobs, echo):
+        self.rounds.append([str(job) for job in jobs])
+        return []
+
+
+def test_a_step_still_stale_after_two_builds_stops_the_refresh(small) -> None:
+    defs, instance = small
+    runner = BuildsNothing()
+    with pytest.raises(RefreshError, match="still stale after being rebuilt twice: wikidata_formu"):
+        refresh(defs, instance, echo=lambda _line: None, runner=runner)
+    assert runner.rounds == [["wikidata_formulae"], ["wikidata_formulae"]]
+
+
+def test_max_rounds_bounds_the_rounds_a_refresh_runs(small) -> None:
+    defs, instance = small
+    said: list[str] = []
+    with pytest.raises(RefreshError, match="not fresh after 1 rounds"):
+        refresh(defs, instance, echo=said.append, max_rounds=1, runner=LocalRunner(1))
+    assert "materializing wikidata_formulae" in said
+    assert not any("opt_graphs" in line for line in said)  # round 2 never began
+    # what is left (the children) takes one round more, which a new refresh may run
+    report = refresh(defs, instance, echo=said.append, max_rounds=1, runner=LocalRunner(1))
+    assert report.rounds == 1
+    assert sorted(report.ran) == ["concept_annotations", "opt_graphs, rejected_formulae"]
+
+
+def test_a_worker_leaves_a_job_to_the_run_already_building_it(small) -> None:
+    """By the time a worker reaches a job, another entry point may have started it: the
+    worker says who builds it and starts no second run."""
+    defs, instance = small
+    other = a_run(defs, instance, dg.DagsterRunStatus.STARTED, os.getpid())
+    said: list[str] = []
+    assert materialize_here(defs, instance, Job(("wikidata_formulae",)), said.append)
+    assert said == [
+        f"leaving wikidata_formulae to run {other} (the UI or a dg/dagster command, started), "
+        "which has started building it"
+    ]
+    assert [r.run_id for r in instance.get_runs()] == [other]

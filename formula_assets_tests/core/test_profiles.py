@@ -1,5 +1,7 @@
 """Profiles, and the one embedding model a profile's settings name."""
 
+from dataclasses import replace
+
 import pytest
 
 from formula_assets.core.profiles import DEFAULT_EMBEDDING_MODEL, PROFILES, get_profile
@@ -57,3 +59,50 @@ def test_an_unknown_profile_names_the_setting() -> None:
     with pytest.raises(ValueError, match="choose one of smoke, default, large, paper"):
         get_profile("huge")
     assert get_profile(" Paper ") is PROFILES["paper"]
+
+
+def test_the_profiles_are_what_docs_training_md_says() -> None:
+    """The profile table of docs/training.md, field by field."""
+    smoke, default, large, paper = (PROFILES[n] for n in ("smoke", "default", "large", "paper"))
+    graph, dual = default.graph_text_cl, default.sbert_dual_cl
+    assert (graph.hidden, graph.epochs, graph.patience, graph.runs) == (256, 60, 15, 2)
+    assert graph.token_text and graph.formula_text and graph.token_dropout == 0.1
+    assert (graph.readout, graph.head_hidden, graph.head_dropout) == ("mean+formula", 1024, 0.3)
+    assert (graph.semantic_hidden, graph.semantic_dropout) == (1024, 0.3)
+    assert (dual.hidden, dual.out_dim, dual.epochs, dual.patience, dual.runs) == (
+        1024,
+        512,
+        60,
+        20,
+        2,
+    )
+    assert (smoke.graph_text_cl.hidden, smoke.graph_text_cl.epochs) == (64, 10)
+    assert smoke.graph_text_cl.token_text and smoke.graph_text_cl.formula_text
+    assert smoke.graph_text_cl.readout == "mean+formula"
+    assert (smoke.sbert_dual_cl.hidden, smoke.sbert_dual_cl.epochs) == (256, 20)
+    assert smoke.sbert_dual_cl.runs == 2
+    assert large.graph_text_cl == replace(graph, hidden=512) and large.sbert_dual_cl == dual
+    for settings in (paper.graph_text_cl, paper.sbert_dual_cl):
+        assert (settings.hidden, settings.epochs) == (768, 200)
+    # the paper's node inputs only: no token text, no formula context, one run
+    assert not paper.graph_text_cl.token_text and not paper.graph_text_cl.formula_text
+    assert paper.graph_text_cl.readout == "mean" and paper.graph_text_cl.runs == 1
+    # one torch thread per worker process here; the paper profile (a GPU's) leaves torch its own
+    assert paper.torch_threads == 0 and default.torch_threads == 1
+
+
+def test_a_profile_gives_each_methods_settings_and_refuses_others() -> None:
+    profile = PROFILES["smoke"]
+    assert profile.settings("graph_text_cl") is profile.graph_text_cl
+    assert profile.settings("sbert_dual_cl") is profile.sbert_dual_cl
+    with pytest.raises(ValueError, match="no training settings for method 'bm25'"):
+        profile.settings("bm25")
+    assert profile.as_dict()["sbert_dual_cl"]["runs"] == 2
+    assert profile.as_dict()["name"] == "smoke"
+
+
+def test_a_model_needs_at_least_one_run() -> None:
+    one = replace(PROFILES["smoke"].sbert_dual_cl, runs=1)
+    assert one.runs == 1
+    with pytest.raises(ValueError, match="at least one run, not 0"):
+        replace(one, runs=0)

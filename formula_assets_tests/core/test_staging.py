@@ -146,3 +146,80 @@ def test_an_object_store_publishes_by_one_copy(monkeypatch: pytest.MonkeyPatch) 
     assert not version.table.exists() and not version.manifest.exists()
     assert not staging.publish(version)
     root.fs.rm(root.path, recursive=True)
+
+
+def test_publishing_a_partition_creates_its_folders_and_prunes_staging(tmp_path: Path) -> None:
+    """A partition's first version is published under folders that do not exist yet; the
+    staging folders left empty go, up to `_staged` itself, and never the lake above it."""
+    root = UPath(tmp_path)
+    published = root / "models" / "1" / "x.parquet"
+    version = staging.staged_version(root, published, "run-1")
+    staging.stage(version, NEW, ["m:a"])
+    assert (tmp_path / "_staged" / "models" / "1" / "x").is_dir()
+    assert staging.record_pass(version, "m:a") is True
+    assert lake.read_parquet(published).equals(NEW)
+    assert not (tmp_path / "_staged").exists() and tmp_path.is_dir()
+    assert staging.publish(version) is False  # nothing staged any more
+
+
+def test_a_pass_that_does_not_publish_says_false(tmp_path: Path) -> None:
+    version = staged(UPath(tmp_path), ["asset:a", "asset:b"])
+    assert staging.record_pass(version, "asset:a") is False
+    assert staging.record_pass(version, "asset:other") is False
+    assert staging.record_pass(version, "asset:b") is True
+    assert staging.record_pass(version, "asset:b") is False
+
+
+def test_a_sweep_that_empties_the_staging_folder_removes_it(tmp_path: Path) -> None:
+    root = UPath(tmp_path)
+    staged(root, ["asset:a"], run="done")
+    assert staging.sweep(root, root / "asset.parquet", "current", lambda r: True) == ["done"]
+    assert files(tmp_path) == ["asset.parquet"] and not (tmp_path / "_staged").exists()
+
+
+@pytest.mark.parametrize(("failures", "succeeds"), [(0, True), (2, True), (3, False)])
+def test_staging_retries_a_manifest_whose_folder_was_pruned_meanwhile(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, failures: int, succeeds: bool
+) -> None:
+    """Another run's publication may prune the empty folder between the manifest write's
+    mkdir and its rename: the write is tried three times, then the error is raised."""
+    root = UPath(tmp_path)
+    version = staging.staged_version(root, root / "asset.parquet", "run-1")
+    real, calls = lake.write_bytes_atomic, []
+
+    def pruned_meanwhile(data: bytes, path: UPath) -> None:
+        calls.append(path)
+        if len(calls) <= failures:
+            raise FileNotFoundError(path)
+        real(data, path)
+
+    monkeypatch.setattr(lake, "write_bytes_atomic", pruned_meanwhile)
+    if succeeds:
+        staging.stage(version, NEW, ["asset:a"])
+        assert staging.required_checks(version) == ["asset:a"]
+        assert staging.read_staged(version).equals(NEW)
+        assert len(calls) == failures + 1
+    else:
+        with pytest.raises(FileNotFoundError):
+            staging.stage(version, NEW, ["asset:a"])
+        assert len(calls) == 3 and staging.read_staged(version) is None
+
+
+def test_an_object_store_sees_what_other_processes_wrote(s3: str) -> None:
+    """Object-store clients cache listings: a manifest or marker another process wrote after
+    this one listed the folder must still be seen (a sweep finds the run, the check that
+    completes the set publishes)."""
+    import fsspec
+
+    root = UPath(f"{s3}/staging-{uuid.uuid4().hex[:8]}")
+    version = staged(root, ["asset:a", "asset:b"])
+    other = fsspec.filesystem("s3", skip_instance_cache=True)  # another process's client
+    assert staging.staged_runs(root, version.published) == ["run-1"]  # listed: now cached
+    other.pipe(f"{version.folder.path}/run-2.json", b"{}")
+    assert staging.staged_runs(root, version.published) == ["run-1", "run-2"]
+    marker = version.marker("asset:a")
+    assert not staging._exists(marker)  # the folder's listing is cached now
+    other.pipe(marker.path, b"")
+    assert staging._exists(marker)
+    assert staging.record_pass(version, "asset:b") is True
+    assert lake.read_parquet(version.published).equals(NEW)

@@ -4,11 +4,8 @@ through s3fs — ingest, syntax and semantics assets and a trained fold model ro
 is ever created, and no reader sees half an object."""
 
 import json
-import os
-import socket
 import threading
 import uuid
-from collections.abc import Iterator
 
 import dagster as dg
 import fsspec
@@ -34,43 +31,6 @@ from formula_assets.defs.syntax.structural_embeddings import structural_embeddin
 from formula_assets.defs.training.cv_folds import cv_folds
 from formula_assets.defs.training.fold_models import fold_models
 from formula_assets.training.artifacts import load_model
-
-BUCKET = "formula-lake"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@pytest.fixture(scope="module")
-def s3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A moto S3 server on 127.0.0.1, and s3fs pointed at it through fsspec's settings."""
-    from moto.server import ThreadedMotoServer
-
-    port = free_port()
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
-    server.start()
-    saved = dict(os.environ)
-    os.environ.update(
-        {
-            "AWS_ACCESS_KEY_ID": "testing",
-            "AWS_SECRET_ACCESS_KEY": "testing",
-            "AWS_DEFAULT_REGION": "us-east-1",
-        }
-    )
-    previous = dict(fsspec.config.conf.get("s3", {}))
-    fsspec.config.conf["s3"] = {"endpoint_url": f"http://127.0.0.1:{port}"}
-    try:
-        filesystem = fsspec.filesystem("s3", skip_instance_cache=True)
-        filesystem.mkdir(BUCKET)
-        yield f"s3://{BUCKET}"
-    finally:
-        fsspec.config.conf["s3"] = previous
-        os.environ.clear()
-        os.environ.update(saved)
-        server.stop()
 
 
 def keys_under(url: str) -> list[str]:

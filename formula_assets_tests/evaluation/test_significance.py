@@ -133,3 +133,66 @@ def test_comparisons_round_trip_through_their_table() -> None:
     assert back[1] == tests[1]
     assert np.isnan(back[0].fold_t_p) and back[0].holm_p == 0.03
     assert comparisons(significance_table([])) == []
+
+
+def test_holm_caps_products_above_one() -> None:
+    # 0.6·2 = 1.2 → 1, then max(1, 0.7·1) = 1
+    assert holm([0.6, 0.7]) == [1.0, 1.0]
+    assert holm([0.3, 0.7]) == pytest.approx([0.6, 0.7])
+
+
+def two_method_evaluation(a: list[list[float]], b: list[list[float]]) -> Evaluation:
+    """Every method scores `b`'s reciprocal ranks, except graph_text_cl, which scores `a`'s
+    (one list of query values per fold), in both directions."""
+    ranks = {}
+    for fold, (fa, fb) in enumerate(zip(a, b, strict=True), start=1):
+        for method in LINEUP.names:
+            for direction in DIRECTIONS:
+                values = fa if method == "graph_text_cl" else fb
+                ranks[(fold, method, direction)] = np.array(values)
+    return Evaluation(scores=pa.table({}), reciprocal_ranks=ranks)
+
+
+def pair(evaluation: Evaluation) -> Comparison:
+    found = {(c.method, c.baseline, c.direction): c for c in significance(evaluation, LINEUP)}
+    return found[("graph_text_cl", "sbert_dual_cl", DIRECTIONS[0])]
+
+
+def test_the_fold_t_test_needs_two_folds_whose_differences_vary() -> None:
+    from scipy import stats
+
+    # two folds, differences 0.25 and 0.5: the paired t-test over the fold means
+    two = pair(two_method_evaluation([[0.5, 1.0], [1.0, 1.0]], [[0.25, 0.75], [0.5, 0.5]]))
+    expected = stats.ttest_rel([0.75, 1.0], [0.5, 0.5]).pvalue
+    assert two.fold_t_p == pytest.approx(expected) and 0 < two.fold_t_p < 1
+    assert two.mean_rr_difference == pytest.approx((0.25 + 0.25 + 0.5 + 0.5) / 4)
+    # three folds all better by exactly 0.25: no variance, no t-test (not p = 0)
+    same = [[0.5, 0.75], [0.25, 0.5], [1.0, 0.75]]
+    shifted = [[x - 0.25 for x in fold] for fold in same]
+    assert np.isnan(pair(two_method_evaluation(same, shifted)).fold_t_p)
+    # one fold: nothing to pair over
+    assert np.isnan(pair(two_method_evaluation([[0.5, 1.0]], [[0.25, 0.5]])).fold_t_p)
+
+
+def test_holm_values_follow_their_comparisons() -> None:
+    """Each comparison's adjusted p is Holm's value of its own Wilcoxon p in the family."""
+    tests = significance(evaluation_with({**MEANS, ENSEMBLE: 0.6}), LINEUP)
+    assert [c.holm_p for c in tests] == holm([c.wilcoxon_p for c in tests])
+
+
+def test_a_best_method_named_after_the_ensemble_meets_every_other_method() -> None:
+    """Only the ensemble is compared with its members alone; any other best method, whatever
+    its name sorts like, is compared with every other row."""
+    lineup = Lineup(
+        methods=(*LINEUP.methods, Named("zeta")),
+        trained=(*LINEUP.trained, "zeta"),
+        members=LINEUP.members,
+    )
+    pairs = comparison_pairs("zeta", lineup)
+    assert {("zeta", m) for m in lineup.names if m != "zeta"} <= set(pairs)
+    assert ("zeta", "zeta") not in pairs
+
+
+def test_a_method_worse_on_every_query_is_tested_not_tied() -> None:
+    worse = pair(two_method_evaluation([[0.25] * 10, [0.25] * 10], [[0.5] * 10, [0.75] * 10]))
+    assert worse.mean_rr_difference < 0 and worse.wilcoxon_p < 0.01

@@ -404,3 +404,25 @@ def test_in_step_checks_hold_back_both_tables_of_the_parse(tmp_path: Path, where
     assert staged_objects() == [] and lineage_agrees()
     if where == "memory":
         fsspec.filesystem("memory").rm(root.path, recursive=True)
+
+
+def test_a_sweep_leaves_the_staged_versions_of_another_instances_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two instances share one data lake: a run of the other one, which this instance does
+    not know, may still be waiting for its checks, so its staged version stays; a rejected
+    version of this instance's own finished run is swept."""
+    mine = Snapshot(tmp_path, monkeypatch)
+    assert mine.materialize(["wikidata_formulae"], sample=30).success
+    other = Snapshot(tmp_path, monkeypatch)  # a second instance on the same lake
+    theirs = other.materialize(["wikidata_formulae"], sample=20, floor=25)
+    own = mine.materialize(["wikidata_formulae"], sample=20, floor=25)
+    assert not theirs.success and not own.success
+    assert other.staged(theirs).exists() and mine.staged(own).exists()
+    assert mine.instance.get_run_by_id(theirs.run_id) is None
+
+    assert mine.materialize(["wikidata_formulae"], sample=25).success
+    assert len(mine.published()) == 25
+    assert other.staged(theirs).exists()  # not this instance's to judge
+    assert not mine.staged(own).exists()  # this instance's finished run: swept
+    assert {p.name.split(".")[0] for p in mine.staged_files()} == {theirs.run_id}

@@ -40,3 +40,42 @@ def test_package_versions_name_python_and_dagster() -> None:
     versions = dict(package_versions())
     assert versions["python"].count(".") == 2
     assert versions["dagster"] == "1.13.27"
+
+
+def test_the_markdown_is_the_whole_document_line_by_line() -> None:
+    """Every block as CommonMark renders it: a header row, a separator with one cell per
+    column, the rows, and a blank line after each block."""
+    blocks = [
+        Heading("Results", 3),
+        Paragraph("text"),
+        Table(["a", "b", "c"], [[1, 2, 3]]),
+        Figure(PNG, "cap", "f.png"),
+    ]
+    assert to_markdown("t", blocks).split("\n") == [
+        "# t",
+        "",
+        "### Results",
+        "",
+        "text",
+        "",
+        "| a | b | c |",
+        "|---|---|---|",
+        "| 1 | 2 | 3 |",
+        "",
+        "![cap](f.png)",
+        "",
+        "*cap*",
+        "",
+    ]
+
+
+def test_html_heading_levels_stay_within_h2_to_h6_and_the_document_closes() -> None:
+    html = to_html("t", [Heading("deep", 9), Heading("top", 1), Heading("mid", 4)])
+    assert "<h6>deep</h6>" in html and "<h2>top</h2>" in html and "<h4>mid</h4>" in html
+    assert html.splitlines()[-1] == "</body></html>"
+
+
+def test_a_missing_package_is_reported_not_installed() -> None:
+    assert package_versions(["surely-not-a-package-name"])[1:] == [
+        ("surely-not-a-package-name", "not installed")
+    ]

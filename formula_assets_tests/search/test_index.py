@@ -174,3 +174,66 @@ def test_a_model_without_stored_vectors_is_refused(models, frozen) -> None:
     del broken[(1, "graph_text_cl")]
     with pytest.raises(ValueError, match="missing"):
         build_search_index(broken, *frozen)
+
+
+def _hub_rich(rng: np.random.Generator, n: int, width: int) -> tuple[np.ndarray, np.ndarray]:
+    """Paired vectors where every third semantic vector shares a component with all
+    structural ones: hubs that a hubness correction (k > 0) pays to discount."""
+    shared = np.zeros(width)
+    shared[0] = 3.0
+    latent = rng.normal(size=(n, width))
+    hubs = (np.arange(n) % 3 == 0)[:, None]
+    return (
+        latent + 0.5 * rng.normal(size=(n, width)) + shared,
+        latent + 0.5 * rng.normal(size=(n, width)) + np.where(hubs, shared, 0.0),
+    )
+
+
+def test_stored_hubness_is_each_side_against_the_training_split(models) -> None:
+    """Every member row's stored hubness, recomputed from scratch: its structural vector's
+    mean cosine to the k nearest training-split semantic vectors (and the reverse), with the
+    fold's chosen k; rows of methods outside the ensemble carry zeros."""
+    rng = np.random.default_rng(3)
+    fold = FOLDS[0]
+    qids = models[(fold, TRAINED[0])].embeddings["qid"].to_pylist()
+    # splits of our own, with a selection split large enough to choose k on
+    splits = [("train", "train", "selection", "test")[i % 4] for i in range(len(qids))]
+    width = 8
+    hub_models = {}
+    for method in TRAINED:
+        structural, semantic = _hub_rich(rng, len(qids), width)
+        hub_models[(fold, method)] = dataclasses.replace(
+            models[(fold, method)], embeddings=embeddings_table(qids, splits, structural, semantic)
+        )
+    opt, sem = _hub_rich(rng, len(qids), width)
+    table, summary = build_search_index(
+        hub_models, dict(zip(qids, opt, strict=True)), dict(zip(qids, sem, strict=True))
+    )
+    k = summary.ensemble_hubness_k[fold]
+    assert k > 0, "the fixture must make the correction worth choosing"
+    train = np.array([s == "train" for s in splits])
+
+    def unit(x):
+        return x / np.linalg.norm(x, axis=1, keepdims=True)
+
+    def oracle(candidates, references):
+        cosines = unit(candidates) @ unit(references).T
+        return np.sort(cosines, axis=1)[:, -k:].mean(axis=1)
+
+    members = {m.name for m in registry.ensemble_members()}
+    served = serving_vectors(table, fold)
+    for method in INDEXED:
+        rows = table.filter(pc.equal(table["method"], method))
+        assert rows["qid"].to_pylist() == served.qids
+        stored_structural = rows["structural_hubness"].to_numpy()
+        stored_semantic = rows["semantic_hubness"].to_numpy()
+        if method not in members:
+            assert not stored_structural.any() and not stored_semantic.any()
+            continue
+        structural, semantic = served.spaces[method]
+        np.testing.assert_allclose(
+            stored_structural, oracle(structural, semantic[train]), atol=1e-6
+        )
+        np.testing.assert_allclose(stored_semantic, oracle(semantic, structural[train]), atol=1e-6)
+        # against the whole index instead, the numbers differ: the test can tell
+        assert not np.allclose(stored_structural, oracle(structural, semantic), atol=1e-6)

@@ -5,6 +5,7 @@ import json
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from upath import UPath
@@ -69,6 +70,43 @@ def test_the_ensemble_scores_a_query_as_table_2_does(lake: UPath) -> None:
     assert any(searcher.index.hubness[m][1].any() for m in searcher.weights) == (
         searcher.index.hubness_k > 0
     )
+
+
+@pytest.mark.slow
+def test_the_ensemble_scores_a_text_query_against_the_structural_sides_hubness(
+    lake: UPath, tmp_path: Path
+) -> None:
+    """A text query's candidates are formulae (the structural side): each member's cosine
+    less half the candidate's structural hubness, weighted. The stored hubness is replaced by
+    distinct random numbers on each side, so a score read from the wrong side is seen."""
+    index = pq.read_table(str(lake / "search_index.parquet"))
+    rng = np.random.default_rng(5)
+    n = index.num_rows
+    index = index.set_column(
+        index.schema.get_field_index("structural_hubness"),
+        "structural_hubness",
+        pa.array(rng.uniform(0, 0.5, n)),
+    ).set_column(
+        index.schema.get_field_index("semantic_hubness"),
+        "semantic_hubness",
+        pa.array(rng.uniform(0.5, 1.0, n)),
+    )
+    for entry in Path(str(lake)).iterdir():  # the models and every other table as they are
+        if entry.name != "search_index.parquet":
+            (tmp_path / entry.name).symlink_to(entry)
+    pq.write_table(index, tmp_path / "search_index.parquet")
+    searcher = Searcher(UPath(tmp_path), method="score_ensemble")
+    text = "energy of a moving body"
+    hits = {h.qid: h.score for h in searcher.text_to_formulae(text, top=5000)}
+    expected = 0.0
+    for method, weight in searcher.weights.items():
+        query, _ = searcher._semantic_query(method, text)
+        structural = searcher.index.spaces[method][0]
+        unit = structural / np.linalg.norm(structural, axis=1, keepdims=True)
+        cosine = unit @ (query / np.linalg.norm(query))
+        expected = expected + weight * (cosine - 0.5 * searcher.index.hubness[method][0])
+    assert len(hits) == len(searcher.index.qids)
+    assert np.allclose([hits[q] for q in searcher.index.qids], expected, atol=1e-4)
 
 
 @pytest.mark.slow

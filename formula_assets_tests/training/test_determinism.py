@@ -39,3 +39,31 @@ def test_an_operation_without_a_deterministic_kernel_is_recorded() -> None:
         "scatter_add_cuda_kernel does not have a deterministic implementation",
     )
     assert not torch.are_deterministic_algorithms_enabled()
+
+
+def test_cublas_gets_a_fixed_workspace_before_any_cuda_work() -> None:
+    import os
+
+    assert os.environ.get("CUBLAS_WORKSPACE_CONFIG") in (":4096:8", ":16:8")
+
+
+def test_the_previous_switches_are_restored_exactly() -> None:
+    """Whatever was on before (here: deterministic algorithms that fail rather than warn,
+    cuDNN deterministic) is what is on after."""
+    saved = (
+        torch.are_deterministic_algorithms_enabled(),
+        torch.is_deterministic_algorithms_warn_only_enabled(),
+        torch.backends.cudnn.deterministic,
+        torch.backends.cudnn.benchmark,
+    )
+    try:
+        torch.use_deterministic_algorithms(True, warn_only=False)
+        torch.backends.cudnn.deterministic, torch.backends.cudnn.benchmark = True, True
+        with deterministic("cuda"):
+            assert torch.is_deterministic_algorithms_warn_only_enabled()
+        assert torch.are_deterministic_algorithms_enabled()
+        assert not torch.is_deterministic_algorithms_warn_only_enabled()
+        assert torch.backends.cudnn.deterministic and torch.backends.cudnn.benchmark
+    finally:
+        torch.use_deterministic_algorithms(saved[0], warn_only=saved[1])
+        torch.backends.cudnn.deterministic, torch.backends.cudnn.benchmark = saved[2:]

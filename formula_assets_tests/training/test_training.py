@@ -21,6 +21,7 @@ from formula_assets.training.artifacts import (
     save_model,
 )
 from formula_assets.training.data import alignment_data
+from formula_assets.training.fold import RUN_SEED_STRIDE
 from formula_assets.training.fold import train_fold as train_method
 from formula_assets.training.inputs import MatrixInputs
 from formula_assets.training.trainer import encode
@@ -288,6 +289,15 @@ def test_a_model_of_several_runs_averages_independent_seeds(data, method: str) -
     runs = model.description.runs
     assert [r.seed for r in runs] == [single.description.seed, single.description.seed + 100_000]
     assert all(torch.equal(model.state[f"runs.0.{k}"], v) for k, v in single.state.items())
+    # run 1 is a one-run model of its own seed, bit for bit: initialised, shuffled and
+    # dropped out with that seed, not run 0's
+    assert RUN_SEED_STRIDE % 1000 == 0  # a model's seed is profile.seed × 1000 + fold
+    reseeded = dataclasses.replace(
+        PROFILE, seed=PROFILE.seed + RUN_SEED_STRIDE // 1000, **{method: settings}
+    )
+    second = train_fold(method, 1, data, reseeded)
+    assert second.description.seed == runs[1].seed
+    assert all(torch.equal(model.state[f"runs.1.{k}"], v) for k, v in second.state.items())
     assert not any(  # another seed: other initial weights, other trained ones
         torch.equal(model.state[f"runs.0.{k}"], model.state[f"runs.1.{k}"])
         for k, v in single.state.items()
