@@ -2,6 +2,7 @@
 
 import os
 import socket
+import uuid
 from collections.abc import Iterator
 
 import fsspec
@@ -35,9 +36,11 @@ def s3() -> Iterator[str]:
     previous = dict(fsspec.config.conf.get("s3", {}))
     fsspec.config.conf["s3"] = {"endpoint_url": f"http://127.0.0.1:{port}"}
     try:
+        # moto keeps its buckets in the process, across servers: a bucket of its own per module
+        bucket = f"{BUCKET}-{uuid.uuid4().hex[:12]}"
         filesystem = fsspec.filesystem("s3", skip_instance_cache=True)
-        filesystem.mkdir(BUCKET)
-        yield f"s3://{BUCKET}"
+        filesystem.mkdir(bucket)
+        yield f"s3://{bucket}"
     finally:
         fsspec.config.conf["s3"] = previous
         os.environ.clear()
