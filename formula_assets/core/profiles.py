@@ -44,6 +44,11 @@ class MethodSettings:
     # independently seeded trainings, each early-stopped on its own, whose cosines are
     # averaged (a seed ensemble: training time × runs)
     runs: int = 1
+    # sbert_finetuned_cl only: the sentence-transformers folder fine-tuned (None: the packaged
+    # all-MiniLM-L6-v2; a local folder otherwise, never a download), and the tokens each text
+    # is truncated to
+    base_model: str | None = None
+    max_seq_len: int = 128
 
     def __post_init__(self) -> None:
         if self.runs < 1:
@@ -55,6 +60,7 @@ class Profile:
     name: str
     graph_text_cl: MethodSettings
     sbert_dual_cl: MethodSettings
+    sbert_finetuned_cl: MethodSettings
     embedding_model: str | None = None  # None: the packaged all-MiniLM-L6-v2
     seed: int = 0
     validation_fraction: float = 0.1
@@ -97,6 +103,11 @@ _DEFAULT_GRAPH = MethodSettings(
     semantic_dropout=_DEFAULT_DUAL.dropout,
     runs=2,
 )
+# the sentence encoder itself fine-tuned (sbert_finetuned_cl): `hidden` and `dropout` are
+# unused (the tower is the model's own, with its own dropout), `out_dim` its width
+_DEFAULT_FINETUNED = MethodSettings(
+    0, 384, 0.0, 3, 32, 3e-5, 0.01, 0.0, 1, max_seq_len=64
+)
 
 PROFILES: dict[str, Profile] = {
     "smoke": Profile(
@@ -123,20 +134,29 @@ PROFILES: dict[str, Profile] = {
         ),
         # two runs, as the default's models have (seconds here)
         sbert_dual_cl=MethodSettings(256, 128, 0.1, 20, 64, 3e-3, 1e-4, 0.1, 20, runs=2),
+        # two steps of one epoch over 16-token texts: the wiring, in seconds
+        sbert_finetuned_cl=replace(_DEFAULT_FINETUNED, epochs=1, batch_size=64, max_seq_len=16),
     ),
-    "default": Profile(name="default", graph_text_cl=_DEFAULT_GRAPH, sbert_dual_cl=_DEFAULT_DUAL),
+    "default": Profile(
+        name="default",
+        graph_text_cl=_DEFAULT_GRAPH,
+        sbert_dual_cl=_DEFAULT_DUAL,
+        sbert_finetuned_cl=_DEFAULT_FINETUNED,
+    ),
     # the default's graph settings twice as wide, over all-MiniLM-L6-v2 and all-mpnet-base-v2
     # vectors side by side (needs `pip install 'formula_assets[mpnet]'`)
     "large": Profile(
         name="large",
         graph_text_cl=replace(_DEFAULT_GRAPH, hidden=512),
         sbert_dual_cl=_DEFAULT_DUAL,
+        sbert_finetuned_cl=_DEFAULT_FINETUNED,
         embedding_model=f"{DEFAULT_EMBEDDING_MODEL}{MODEL_SEPARATOR}all-mpnet-base-v2",
     ),
     "paper": Profile(
         name="paper",
         graph_text_cl=MethodSettings(768, 768, 0.1, 200, 256, 5e-4, 1e-4, 0.1, 200),
         sbert_dual_cl=MethodSettings(768, 768, 0.1, 200, 256, 5e-4, 1e-4, 0.1, 200),
+        sbert_finetuned_cl=replace(_DEFAULT_FINETUNED, epochs=10, patience=3, max_seq_len=128),
         embedding_model="sentence-transformers/all-mpnet-base-v2",
         torch_threads=0,  # 0: leave torch's default (all cores / the GPU)
     ),

@@ -13,7 +13,7 @@ Its hooks:
 * Table 2 and the index — `space(data, split, qids)`: the (structural, semantic) vectors of
   some formulae of one fold in one shared space (scored by cosine); a method without vectors
   (BM25) returns None and scores with `scorers`.
-* search — `formula_vector(query, model)` / `text_vector(vector, model)`: a query encoded into
+* search — `formula_vector(query, model)` / `text_vector(query, model)`: a query encoded into
   that space, as `space` has the corpus.
 * training — `settings`, `prepare` / `inputs`, `network` (see `TrainedMethod`); the loop
   itself is `training.fold.train_fold`, the same for every method.
@@ -50,6 +50,10 @@ class FormulaQuery(Protocol):
     """A formula being searched for, and what a method may encode it from (each computed
     when first asked for, by the searcher)."""
 
+    def linearised(self) -> str:
+        """Its linearised OPT (as `opt_graphs` has them)."""
+        ...
+
     def linearised_vector(self) -> np.ndarray:
         """The sentence vector of its linearised OPT (as `opt_text_embeddings` has them)."""
         ...
@@ -61,6 +65,15 @@ class FormulaQuery(Protocol):
     def token_texts(self, graphs: pa.Table) -> TokenTexts:
         """The sentence vectors of the graphs' token texts (as `opt_token_embeddings`)."""
         ...
+
+
+class TextQuery(Protocol):
+    """A text being searched for: the text itself, and its sentence vector (computed when
+    first asked for, as `semantic_embeddings` embeds an annotation text)."""
+
+    text: str
+
+    def vector(self) -> np.ndarray: ...
 
 
 @dataclass(frozen=True)
@@ -93,8 +106,8 @@ class Method:
         """A formula query in the structural side of the method's space."""
         raise NotImplementedError(f"{self.name} does not answer searches")
 
-    def text_vector(self, vector: np.ndarray, model: LoadedModel | None) -> np.ndarray:
-        """A text query (its sentence vector) in the semantic side of the method's space."""
+    def text_vector(self, query: TextQuery, model: LoadedModel | None) -> np.ndarray:
+        """A text query in the semantic side of the method's space."""
         raise NotImplementedError(f"{self.name} does not answer searches")
 
     def __repr__(self) -> str:
@@ -104,7 +117,8 @@ class Method:
 class TrainedMethod(Method):
     """A method trained per fold by the shared loop, `training.fold.train_fold(method, …)`:
     the method names its settings, prepares its structural inputs and builds its network;
-    the semantic side is always the sentence vectors of `semantic_embeddings`.
+    the semantic side is the sentence vectors of `semantic_embeddings` unless `prepare`
+    gives other semantic inputs (the fine-tuned encoder reads the annotation texts).
 
     The loop is not imported here: Table 2 and the search index read a method's vectors,
     and their code versions need not follow the loop's source."""
@@ -183,10 +197,11 @@ class TrainedMethod(Method):
             batch = self.query_input(model.description, query)
             return model.module.encode_structural(batch)[0].numpy()
 
-    def text_vector(self, vector: np.ndarray, model: LoadedModel | None) -> np.ndarray:
+    def text_vector(self, query: TextQuery, model: LoadedModel | None) -> np.ndarray:
         import torch
 
         if model is None:
             raise ValueError(f"{self.name} encodes queries with its trained model")
+        vector = query.vector()
         with torch.no_grad():
             return model.module.encode_semantic(torch.from_numpy(vector[None, :]))[0].numpy()

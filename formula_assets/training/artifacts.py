@@ -95,6 +95,10 @@ class ModelDescription:
     token_text_dim: int = 0
     formula_text_dim: int = 0
     unseen_test_tokens: Mapping[str, float] | None = None
+    # a fine-tuned sentence encoder: the folder it started from (None: the packaged default)
+    # and that folder's content hash (its architecture and tokenizer rebuild the network)
+    base_model: str | None = None
+    base_model_identity: str = ""
     # the outcome of training (defaults: not trained yet)
     runs: tuple[RunSummary, ...] = ()
     best_epoch: int = 0  # the latest best epoch of any run
@@ -163,6 +167,8 @@ _OPTIONAL: dict[str, Any] = {
     "token_text_dim": 0,
     "formula_text_dim": 0,
     "unseen_test_tokens": None,
+    "base_model": None,
+    "base_model_identity": "",
     "deterministic": None,
 }
 

@@ -96,9 +96,11 @@ def train_fold(
         validation_fraction=profile.validation_fraction,
         selection_fraction=profile.selection_fraction,
     )
-    semantic = MatrixInputs(torch.from_numpy(data.semantic.copy()).to(device))
     prepared = method.prepare(data, FoldRows(train_rows, split_test_rows), untrained, device)
     description, structural = prepared.description, prepared.structural
+    semantic = prepared.semantic
+    if semantic is None:
+        semantic = MatrixInputs(torch.from_numpy(data.semantic.copy()).to(device))
     log(
         f"{method.name} fold {fold}: {len(train_rows)} train, {len(validation_rows)} "
         f"validation, {len(split.test)} test formulae; {profile.name} profile on {device}"

@@ -38,7 +38,9 @@ class TrainingConfig(dg.Config):
     io_manager_key="model_io_manager",
     kinds={"pytorch", "safetensors"},
     pool="training",
-    metadata=metadata.step_cost(1.0, partitions={"graph_text_cl": 3.0}),
+    metadata=metadata.step_cost(
+        1.0, partitions={m.name: m.training_cost for m in registry.methods() if m.trained}
+    ),
 )
 def fold_models(
     context: dg.AssetExecutionContext,
@@ -48,6 +50,7 @@ def fold_models(
     semantic_embeddings: pa.Table,
     opt_text_embeddings: pa.Table,
     opt_token_embeddings: pa.Table,
+    concept_annotations: pa.Table,
 ):
     """A contrastive aligner per fold × method, early-stopped on validation, never on test."""
     from formula_assets.training import artifacts
@@ -64,7 +67,12 @@ def fold_models(
         if problem:
             raise dg.Failure(problem)
     data = alignment_data(
-        cv_folds, opt_graphs, semantic_embeddings, opt_text_embeddings, opt_token_embeddings
+        cv_folds,
+        opt_graphs,
+        semantic_embeddings,
+        opt_text_embeddings,
+        opt_token_embeddings,
+        concept_annotations,
     )
     trained = train_fold(registry.trained_method(method), fold, data, profile, log=context.log.info)
     described = trained.description
@@ -77,6 +85,7 @@ def fold_models(
             *(table_content_hash(t) for t in (cv_folds, opt_graphs, semantic_embeddings)),
             table_content_hash(opt_text_embeddings),
             table_content_hash(opt_token_embeddings),
+            table_content_hash(concept_annotations),
             json.dumps(profile.as_dict(), sort_keys=True),
             method,
             str(fold),

@@ -1,0 +1,117 @@
+"""`sbert_finetuned_cl`: the sentence encoder itself fine-tuned, one shared tower for both
+sides (the linearised OPT, the formula's annotation texts joined), with in-batch negatives
+and symmetric InfoNCE (`training.sentence_encoder.SentenceTower`).
+
+Every other trained method keeps the sentence model frozen and learns heads over its
+vectors; here the 22 M parameters of all-MiniLM-L6-v2 move. It starts from the packaged
+model (or the folder named by its settings' base model: always a local folder, never a
+download), trains on the training split with the shared loop and is early-stopped on the
+validation split like the others. Its weights (the whole tower) are the model's safetensors;
+a query at search time is tokenised and encoded by the fine-tuned tower.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from formula_assets.methods.base import FormulaQuery, LoadedModel, TextQuery, TrainedMethod
+
+if TYPE_CHECKING:
+    import numpy as np
+    import torch
+
+    from formula_assets.training.artifacts import ModelDescription
+    from formula_assets.training.data import AlignmentData
+    from formula_assets.training.inputs import FoldRows, Prepared
+    from formula_assets.training.sentence_encoder import TokenInputs
+
+# how a formula's annotation texts (item first, then its concepts) become one input text
+TEXT_SEPARATOR = "; "
+
+
+def annotation_text(texts: list[str]) -> str:
+    """A formula's annotation texts as the tower reads them: one text, in stored order."""
+    return TEXT_SEPARATOR.join(texts)
+
+
+def base_folder(description: ModelDescription) -> Path:
+    """The sentence-transformers folder the tower starts from; it must be the one the model
+    was trained from (its files' content hash is recorded)."""
+    from formula_assets.semantics.identity import folder_hash
+    from formula_assets.semantics.models import resolve_model
+
+    spec = resolve_model(description.base_model or None, f"{description.method}'s base model")
+    if not spec.local or spec.parts:
+        raise ValueError(f"{description.method} fine-tunes one local model folder, not {spec.name}")
+    folder = Path(spec.location)
+    if description.base_model_identity:
+        identity = folder_hash(folder).digest
+        if identity != description.base_model_identity:
+            raise ValueError(
+                f"{description.method}: the base model at {folder} hashes to {identity}, the "
+                f"model was trained from {description.base_model_identity}; retrain it"
+            )
+    return folder
+
+
+class FineTunedSentenceEncoder(TrainedMethod):
+    name = "sbert_finetuned_cl"
+    ensemble_member = True
+    # one fold of the default profile against sbert_dual_cl's (see docs/training.md)
+    training_cost = 6.0
+
+    def prepare(
+        self, data: AlignmentData, rows: FoldRows, description: ModelDescription, device: str
+    ) -> Prepared:
+        from formula_assets.semantics.identity import folder_hash
+        from formula_assets.training.inputs import Prepared
+
+        if data.annotation_texts is None:
+            raise ValueError(f"{self.name} reads the annotation texts: pass concept_annotations")
+        folder = base_folder(description)
+        description = dataclasses.replace(
+            description,
+            base_model=description.settings.base_model,
+            base_model_identity=folder_hash(folder).digest,
+        )
+        return Prepared(
+            self.inputs(description, data, device),
+            description,
+            semantic=self._tokens(
+                description, [annotation_text(t) for t in data.annotation_texts]
+            ),
+        )
+
+    def _tokens(self, description: ModelDescription, texts: list[str]) -> TokenInputs:
+        from formula_assets.training.sentence_encoder import TokenInputs, token_ids
+
+        return TokenInputs(
+            token_ids(base_folder(description), description.settings.max_seq_len, texts)
+        )
+
+    def inputs(
+        self, description: ModelDescription, data: AlignmentData, device: str
+    ) -> TokenInputs:
+        return self._tokens(description, data.graphs.column("linearised_opt").to_pylist())
+
+    def network(self, description: ModelDescription) -> torch.nn.Module:
+        from formula_assets.training.sentence_encoder import SentenceTower
+
+        return SentenceTower(base_folder(description))
+
+    def query_input(self, description: ModelDescription, query: FormulaQuery) -> list[list[int]]:
+        return self._tokens(description, [query.linearised()]).ids
+
+    def text_vector(self, query: TextQuery, model: LoadedModel | None) -> np.ndarray:
+        import torch
+
+        if model is None:
+            raise ValueError(f"{self.name} encodes queries with its trained model")
+        ids = self._tokens(model.description, [query.text]).ids
+        with torch.no_grad():
+            return model.module.encode_semantic(ids)[0].numpy()
+
+
+METHOD = FineTunedSentenceEncoder()
