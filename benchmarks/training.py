@@ -36,6 +36,7 @@ def _tables() -> dict:
         "concept_annotations",
         "semantic_embeddings",
         "opt_text_embeddings",
+        "opt_token_embeddings",
     )
     return {name: lake.read_parquet(root / f"{name}.parquet") for name in names}
 
@@ -58,7 +59,12 @@ def _train(job: tuple):
     os.environ["OMP_NUM_THREADS"] = str(threads)
     t = _tables()
     data = alignment_data(
-        t["cv_folds"], t["opt_graphs"], t["semantic_embeddings"], t["opt_text_embeddings"]
+        t["cv_folds"],
+        t["opt_graphs"],
+        t["semantic_embeddings"],
+        t["opt_text_embeddings"],
+        t["opt_token_embeddings"],
+        t["concept_annotations"],
     )
     started = time.perf_counter()
     chosen = _capped(profile, threads, epochs)

@@ -46,9 +46,11 @@ class MethodSettings:
     runs: int = 1
     # sbert_finetuned_cl only: the sentence-transformers folder fine-tuned (None: the packaged
     # all-MiniLM-L6-v2; a local folder otherwise, never a download), and the tokens each text
-    # is truncated to
+    # is truncated to; the embeddings and the lowest `frozen_layers` transformer layers keep
+    # the base model's weights (run once, their output cached: training costs less)
     base_model: str | None = None
     max_seq_len: int = 128
+    frozen_layers: int = 0
 
     def __post_init__(self) -> None:
         if self.runs < 1:

@@ -76,13 +76,13 @@ class FineTunedSentenceEncoder(TrainedMethod):
             base_model=description.settings.base_model,
             base_model_identity=folder_hash(folder).digest,
         )
-        return Prepared(
-            self.inputs(description, data, device),
-            description,
-            semantic=self._tokens(
-                description, [annotation_text(t) for t in data.annotation_texts]
-            ),
-        )
+        structural = self.inputs(description, data, device)
+        semantic = self._tokens(description, [annotation_text(t) for t in data.annotation_texts])
+        if description.settings.frozen_layers:
+            # the frozen layers run once here; training and encoding run the layers above
+            tower = self.network(description).to(device)
+            structural, semantic = tower.lower(structural.ids), tower.lower(semantic.ids)
+        return Prepared(structural, description, semantic=semantic)
 
     def _tokens(self, description: ModelDescription, texts: list[str]) -> TokenInputs:
         from formula_assets.training.sentence_encoder import TokenInputs, token_ids
@@ -99,7 +99,7 @@ class FineTunedSentenceEncoder(TrainedMethod):
     def network(self, description: ModelDescription) -> torch.nn.Module:
         from formula_assets.training.sentence_encoder import SentenceTower
 
-        return SentenceTower(base_folder(description))
+        return SentenceTower(base_folder(description), description.settings.frozen_layers)
 
     def query_input(self, description: ModelDescription, query: FormulaQuery) -> list[list[int]]:
         return self._tokens(description, [query.linearised()]).ids

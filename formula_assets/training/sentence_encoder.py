@@ -53,11 +53,29 @@ class TokenInputs:
         return [self.ids[int(r)] for r in np.asarray(rows).reshape(-1)]
 
 
+@dataclass
+class HiddenInputs:
+    """The frozen lower layers' output of each row's text (one [tokens, width] tensor each),
+    computed once: training and encoding then run only the layers being fine-tuned."""
+
+    hidden: list[torch.Tensor]
+
+    def batch(self, rows: np.ndarray) -> list[torch.Tensor]:
+        return [self.hidden[int(r)] for r in np.asarray(rows).reshape(-1)]
+
+
+Texts = list[list[int]] | list[torch.Tensor]
+
+
 class SentenceTower(nn.Module):
     """`sbert_finetuned_cl`'s network: one BERT with mean pooling for both sides (its
-    vectors are compared by cosine, as the frozen model's are)."""
+    vectors are compared by cosine, as the frozen model's are).
 
-    def __init__(self, folder: Path, pretrained: bool = True) -> None:
+    With `frozen_layers` k > 0 the embeddings and the lowest k layers keep the base model's
+    weights; a batch may then be those layers' output (`HiddenInputs`, made by `lower`)
+    instead of token ids, and only the layers above run."""
+
+    def __init__(self, folder: Path, frozen_layers: int = 0, pretrained: bool = True) -> None:
         """`pretrained`: start from the folder's weights (training); otherwise only its
         architecture (a trained tower's weights are loaded over it)."""
         super().__init__()
@@ -65,7 +83,12 @@ class SentenceTower(nn.Module):
 
         config = BertConfig.from_json_file(str(folder / "config.json"))
         config._attn_implementation = "sdpa"
+        if not 0 <= frozen_layers <= config.num_hidden_layers:
+            raise ValueError(
+                f"frozen_layers must be 0..{config.num_hidden_layers}, not {frozen_layers}"
+            )
         self.bert = BertModel(config, add_pooling_layer=False)
+        self.frozen_layers = frozen_layers
         if pretrained:
             from safetensors.torch import load_file
 
@@ -76,39 +99,76 @@ class SentenceTower(nn.Module):
             missing = set(self.bert.state_dict()) - set(state)
             if {k for k in missing if not k.endswith("position_ids")}:
                 raise ValueError(f"{folder}: the weights lack {sorted(missing)[:5]}")
+        if frozen_layers:
+            for module in (self.bert.embeddings, *self.bert.encoder.layer[:frozen_layers]):
+                module.requires_grad_(False)
         self.temperature = Temperature(INITIAL_TEMPERATURE)
 
-    def _pooled(self, ids: list[list[int]]) -> torch.Tensor:
-        device = self.bert.embeddings.word_embeddings.weight.device
-        width = max(len(i) for i in ids)
-        padded = torch.zeros((len(ids), width), dtype=torch.long)
-        mask = torch.zeros((len(ids), width), dtype=torch.long)
-        for row, sequence in enumerate(ids):
-            padded[row, : len(sequence)] = torch.tensor(sequence, dtype=torch.long)
-            mask[row, : len(sequence)] = 1
-        padded, mask = padded.to(device), mask.to(device)
-        hidden = self.bert(input_ids=padded, attention_mask=mask).last_hidden_state
+    def _device(self) -> torch.device:
+        return self.bert.embeddings.word_embeddings.weight.device
+
+    def _run(self, items: Texts, start: int, stop: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """Layers `start`..`stop` over padded items (token ids: from the embeddings; hidden
+        states: from layer `start`); (hidden states, mask)."""
+        device = self._device()
+        width = max(len(i) for i in items)
+        mask = torch.zeros((len(items), width), dtype=torch.long)
+        for row, item in enumerate(items):
+            mask[row, : len(item)] = 1
+        mask = mask.to(device)
+        if isinstance(items[0], torch.Tensor):
+            hidden = torch.zeros((len(items), width, items[0].shape[-1]), device=device)
+            for row, item in enumerate(items):
+                hidden[row, : len(item)] = item
+        else:
+            ids = torch.zeros((len(items), width), dtype=torch.long)
+            for row, item in enumerate(items):
+                ids[row, : len(item)] = torch.tensor(item, dtype=torch.long)
+            hidden = self.bert.embeddings(input_ids=ids.to(device))
+        additive = (1.0 - mask[:, None, None, :].to(hidden.dtype)) * torch.finfo(hidden.dtype).min
+        for layer in self.bert.encoder.layer[start:stop]:
+            hidden = layer(hidden, additive)
+        return hidden, mask
+
+    def _pooled(self, items: Texts) -> torch.Tensor:
+        start = self.frozen_layers if isinstance(items[0], torch.Tensor) else 0
+        hidden, mask = self._run(items, start, len(self.bert.encoder.layer))
         weights = mask.unsqueeze(-1).to(hidden.dtype)
         return (hidden * weights).sum(dim=1) / weights.sum(dim=1).clamp(min=1.0)
 
-    def encode(self, ids: list[list[int]]) -> torch.Tensor:
-        """Mean-pooled vectors of tokenised texts; in eval mode in length-sorted chunks (the
-        same vectors, less padding)."""
-        if self.training or len(ids) <= EVAL_CHUNK:
-            return self._pooled(ids)
-        order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
-        out: torch.Tensor | None = None
+    def _chunked(self, items: Texts, encode) -> list[torch.Tensor]:
+        """`encode` over length-sorted chunks; one result per item, in input order."""
+        order = sorted(range(len(items)), key=lambda i: len(items[i]))
+        out: list[torch.Tensor] = [torch.empty(0)] * len(items)
         for start in range(0, len(order), EVAL_CHUNK):
             part = order[start : start + EVAL_CHUNK]
-            vectors = self._pooled([ids[i] for i in part])
-            if out is None:
-                out = vectors.new_empty((len(ids), vectors.shape[1]))
-            out[torch.tensor(part, device=vectors.device)] = vectors
-        assert out is not None
+            for i, vector in zip(part, encode([items[i] for i in part]), strict=True):
+                out[i] = vector
         return out
 
-    def encode_structural(self, ids: list[list[int]]) -> torch.Tensor:
-        return self.encode(ids)
+    @torch.no_grad()
+    def lower(self, ids: list[list[int]]) -> HiddenInputs:
+        """The frozen layers' output of each text (eval mode: no dropout), for `HiddenInputs`."""
+        was_training = self.training
+        self.eval()
 
-    def encode_semantic(self, ids: list[list[int]]) -> torch.Tensor:
-        return self.encode(ids)
+        def run(items: Texts) -> list[torch.Tensor]:
+            hidden, _ = self._run(items, 0, self.frozen_layers)
+            return [h[: len(i)].clone() for h, i in zip(hidden, items, strict=True)]
+
+        hidden = self._chunked(ids, run)
+        self.train(was_training)
+        return HiddenInputs(hidden)
+
+    def encode(self, items: Texts) -> torch.Tensor:
+        """Mean-pooled vectors of tokenised texts (or of their frozen layers' output); in
+        eval mode in length-sorted chunks (the same vectors, less padding)."""
+        if self.training or len(items) <= EVAL_CHUNK:
+            return self._pooled(items)
+        return torch.stack(self._chunked(items, lambda part: list(self._pooled(part))))
+
+    def encode_structural(self, items: Texts) -> torch.Tensor:
+        return self.encode(items)
+
+    def encode_semantic(self, items: Texts) -> torch.Tensor:
+        return self.encode(items)
