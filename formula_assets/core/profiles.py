@@ -107,9 +107,7 @@ _DEFAULT_GRAPH = MethodSettings(
 )
 # the sentence encoder itself fine-tuned (sbert_finetuned_cl): `hidden` and `dropout` are
 # unused (the tower is the model's own, with its own dropout), `out_dim` its width
-_DEFAULT_FINETUNED = MethodSettings(
-    0, 384, 0.0, 3, 32, 3e-5, 0.01, 0.0, 1, max_seq_len=64
-)
+_DEFAULT_FINETUNED = MethodSettings(0, 384, 0.0, 3, 32, 3e-5, 0.01, 0.0, 1, max_seq_len=64)
 
 PROFILES: dict[str, Profile] = {
     "smoke": Profile(
@@ -136,8 +134,15 @@ PROFILES: dict[str, Profile] = {
         ),
         # two runs, as the default's models have (seconds here)
         sbert_dual_cl=MethodSettings(256, 128, 0.1, 20, 64, 3e-3, 1e-4, 0.1, 20, runs=2),
-        # two steps of one epoch over 16-token texts: the wiring, in seconds
-        sbert_finetuned_cl=replace(_DEFAULT_FINETUNED, epochs=1, batch_size=64, max_seq_len=16),
+        # two epochs of two steps over 16-token texts: the wiring, in seconds
+        sbert_finetuned_cl=replace(
+            _DEFAULT_FINETUNED,
+            epochs=2,
+            batch_size=64,
+            learning_rate=1e-4,
+            patience=2,
+            max_seq_len=16,
+        ),
     ),
     "default": Profile(
         name="default",

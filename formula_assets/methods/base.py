@@ -15,7 +15,8 @@ Its hooks:
   (BM25) returns None and scores with `scorers`.
 * search — `formula_vector(query, model)` / `text_vector(query, model)`: a query encoded into
   that space, as `space` has the corpus.
-* training — `settings`, `prepare` / `inputs`, `network` (see `TrainedMethod`); the loop
+* training — `settings`, `prepare` / `inputs` / `semantic_inputs`, `network` (see
+  `TrainedMethod`); the loop
   itself is `training.fold.train_fold`, the same for every method.
 
 Heavy libraries (torch, BM25) are imported where they are used: the registry lists every
@@ -117,8 +118,8 @@ class Method:
 class TrainedMethod(Method):
     """A method trained per fold by the shared loop, `training.fold.train_fold(method, …)`:
     the method names its settings, prepares its structural inputs and builds its network;
-    the semantic side is the sentence vectors of `semantic_embeddings` unless `prepare`
-    gives other semantic inputs (the fine-tuned encoder reads the annotation texts).
+    the semantic side is the sentence vectors of `semantic_embeddings` unless
+    `semantic_inputs` says otherwise (the fine-tuned encoder reads the annotation texts).
 
     The loop is not imported here: Table 2 and the search index read a method's vectors,
     and their code versions need not follow the loop's source."""
@@ -146,6 +147,17 @@ class TrainedMethod(Method):
         """The structural inputs of every formula of `data`, as the described model reads
         them (rows: `data.qids`)."""
         raise NotImplementedError
+
+    def semantic_inputs(
+        self, description: ModelDescription, data: AlignmentData, device: str
+    ) -> Inputs:
+        """The semantic inputs of every formula of `data` (rows: `data.qids`): by default the
+        sentence vectors of `semantic_embeddings`."""
+        import torch
+
+        from formula_assets.training.inputs import MatrixInputs
+
+        return MatrixInputs(torch.from_numpy(data.semantic.copy()).to(device))
 
     def network(self, description: ModelDescription) -> torch.nn.Module:
         """One untrained network of the described architecture (created after the loop

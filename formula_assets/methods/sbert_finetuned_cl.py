@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from formula_assets.training.artifacts import ModelDescription
     from formula_assets.training.data import AlignmentData
     from formula_assets.training.inputs import FoldRows, Prepared
-    from formula_assets.training.sentence_encoder import TokenInputs
+    from formula_assets.training.sentence_encoder import HiddenInputs, TokenInputs
 
 # how a formula's annotation texts (item first, then its concepts) become one input text
 TEXT_SEPARATOR = "; "
@@ -65,24 +65,43 @@ class FineTunedSentenceEncoder(TrainedMethod):
     def prepare(
         self, data: AlignmentData, rows: FoldRows, description: ModelDescription, device: str
     ) -> Prepared:
+        """The description with the base model's content hash (nothing is fitted)."""
         from formula_assets.semantics.identity import folder_hash
         from formula_assets.training.inputs import Prepared
 
         if data.annotation_texts is None:
             raise ValueError(f"{self.name} reads the annotation texts: pass concept_annotations")
-        folder = base_folder(description)
         description = dataclasses.replace(
             description,
             base_model=description.settings.base_model,
-            base_model_identity=folder_hash(folder).digest,
+            base_model_identity=folder_hash(base_folder(description)).digest,
         )
-        structural = self.inputs(description, data, device)
-        semantic = self._tokens(description, [annotation_text(t) for t in data.annotation_texts])
-        if description.settings.frozen_layers:
-            # the frozen layers run once here; training and encoding run the layers above
-            tower = self.network(description).to(device)
-            structural, semantic = tower.lower(structural.ids), tower.lower(semantic.ids)
-        return Prepared(structural, description, semantic=semantic)
+        return Prepared(self.inputs(description, data, device), description)
+
+    def inputs(
+        self, description: ModelDescription, data: AlignmentData, device: str
+    ) -> TokenInputs | HiddenInputs:
+        """The linearised OPT of every formula, tokenised (or its frozen layers' output)."""
+        return self._texts(description, data.graphs.column("linearised_opt").to_pylist(), device)
+
+    def semantic_inputs(
+        self, description: ModelDescription, data: AlignmentData, device: str
+    ) -> TokenInputs | HiddenInputs:
+        """Every formula's annotation texts as one text, tokenised (or its frozen layers'
+        output)."""
+        if data.annotation_texts is None:
+            raise ValueError(f"{self.name} reads the annotation texts: pass concept_annotations")
+        texts = [annotation_text(t) for t in data.annotation_texts]
+        return self._texts(description, texts, device)
+
+    def _texts(
+        self, description: ModelDescription, texts: list[str], device: str
+    ) -> TokenInputs | HiddenInputs:
+        """With frozen layers, they run once here: training and encoding run those above."""
+        tokens = self._tokens(description, texts)
+        if not description.settings.frozen_layers:
+            return tokens
+        return self.network(description).to(device).lower(tokens.ids)
 
     def _tokens(self, description: ModelDescription, texts: list[str]) -> TokenInputs:
         from formula_assets.training.sentence_encoder import TokenInputs, token_ids
@@ -90,11 +109,6 @@ class FineTunedSentenceEncoder(TrainedMethod):
         return TokenInputs(
             token_ids(base_folder(description), description.settings.max_seq_len, texts)
         )
-
-    def inputs(
-        self, description: ModelDescription, data: AlignmentData, device: str
-    ) -> TokenInputs:
-        return self._tokens(description, data.graphs.column("linearised_opt").to_pylist())
 
     def network(self, description: ModelDescription) -> torch.nn.Module:
         from formula_assets.training.sentence_encoder import SentenceTower

@@ -53,9 +53,7 @@ def alignment_data(
         token_texts=None
         if opt_token_embeddings is None
         else TokenTexts.from_table(opt_token_embeddings),
-        annotation_texts=None
-        if concept_annotations is None
-        else _texts(concept_annotations, qids),
+        annotation_texts=None if concept_annotations is None else _texts(concept_annotations, qids),
     )
 
 

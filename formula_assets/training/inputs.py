@@ -45,9 +45,7 @@ class FoldRows:
 @dataclass(frozen=True)
 class Prepared:
     """A method's structural inputs of every formula, and the description of the untrained
-    model with what the method recorded to rebuild its network (e.g. a vocabulary); its
-    semantic inputs when they are not the sentence vectors of `semantic_embeddings` (None)."""
+    model with what the method recorded to rebuild its network (e.g. a vocabulary)."""
 
     structural: Inputs
     description: ModelDescription
-    semantic: Inputs | None = None

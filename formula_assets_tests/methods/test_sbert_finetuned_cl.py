@@ -69,9 +69,10 @@ def test_it_learns_and_ranks_far_above_chance(trained) -> None:
 
 
 def test_only_the_layers_above_the_frozen_ones_move(trained) -> None:
-    base = {k.removeprefix("bert."): v for k, v in load_file(
-        base_folder(trained.description) / WEIGHTS_FILE
-    ).items()}
+    base = {
+        k.removeprefix("bert."): v
+        for k, v in load_file(base_folder(trained.description) / WEIGHTS_FILE).items()
+    }
     state = {k.removeprefix("bert."): v for k, v in trained.state.items()}
     frozen = ("embeddings.", *(f"encoder.layer.{i}." for i in range(3)))
     moved = [k for k in state if k in base and not torch.equal(state[k], base[k])]
@@ -103,7 +104,9 @@ def test_a_saved_model_reloads_and_encodes_queries_as_it_encoded_the_corpus(
         formula = METHOD.formula_vector(Query(linearised[row]), loaded)
         text = METHOD.text_vector(Query(annotation_text(data.annotation_texts[row])), loaded)
         stored = qids.index(qid)
-        np.testing.assert_allclose(normalise_rows(formula[None, :])[0], structural[stored], atol=1e-5)
+        np.testing.assert_allclose(
+            normalise_rows(formula[None, :])[0], structural[stored], atol=1e-5
+        )
         np.testing.assert_allclose(normalise_rows(text[None, :])[0], semantic[stored], atol=1e-5)
     # the reloaded tower is the trained one, not the base model it was built over
     base = SentenceTower(base_folder(trained.description)).eval()
