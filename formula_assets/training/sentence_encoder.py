@@ -3,14 +3,16 @@ both sides as text, the linearised OPT and the annotation texts, so contrastive 
 fine-tunes the encoder itself rather than heads over its frozen vectors.
 
 The tower is built from a sentence-transformers folder's own files — `config.json`,
-`tokenizer.json`, `model.safetensors` — by transformers' `BertModel` and the `tokenizers`
-library, offline: nothing is downloaded. A trained tower's weights are the model's
+`tokenizer.json`, `model.safetensors` — as `semantics.bert.BertEncoder` (plain torch: a search
+loads it without importing transformers) and the `tokenizers` library, offline: nothing is
+downloaded. A trained tower's weights are the model's
 safetensors; the folder only supplies the architecture and the tokenizer, and its content
 hash is recorded with the model so that a different folder is refused (`base_identity`).
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,22 +27,13 @@ from formula_assets.training.models import Temperature
 INITIAL_TEMPERATURE = 0.05
 # rows encoded at once in eval mode, sorted by length so that little is padding
 EVAL_CHUNK = 64
-WEIGHTS_FILE = "model.safetensors"
-
-
-def tokenizer(folder: Path, max_length: int):
-    """The folder's fast tokenizer, truncating to `max_length` tokens, padding nothing."""
-    from tokenizers import Tokenizer
-
-    loaded = Tokenizer.from_file(str(folder / "tokenizer.json"))
-    loaded.no_padding()
-    loaded.enable_truncation(max_length)
-    return loaded
 
 
 def token_ids(folder: Path, max_length: int, texts: Sequence[str]) -> list[list[int]]:
     """Each text's token ids ([CLS] … [SEP]), at most `max_length` of them."""
-    return [e.ids for e in tokenizer(folder, max_length).encode_batch(list(texts))]
+    from formula_assets.semantics.bert import folder_tokenizer
+
+    return [e.ids for e in folder_tokenizer(folder, max_length).encode_batch(list(texts))]
 
 
 @dataclass
@@ -79,26 +72,14 @@ class SentenceTower(nn.Module):
         """`pretrained`: start from the folder's weights (training); otherwise only its
         architecture (a trained tower's weights are loaded over it)."""
         super().__init__()
-        from transformers import BertConfig, BertModel
+        from formula_assets.semantics.bert import BertEncoder, folder_weights
 
-        config = BertConfig.from_json_file(str(folder / "config.json"))
-        config._attn_implementation = "sdpa"
-        if not 0 <= frozen_layers <= config.num_hidden_layers:
-            raise ValueError(
-                f"frozen_layers must be 0..{config.num_hidden_layers}, not {frozen_layers}"
-            )
-        self.bert = BertModel(config, add_pooling_layer=False)
+        self.bert = BertEncoder(json.loads((folder / "config.json").read_text("utf-8")))
+        if not 0 <= frozen_layers <= self.bert.layers:
+            raise ValueError(f"frozen_layers must be 0..{self.bert.layers}, not {frozen_layers}")
         self.frozen_layers = frozen_layers
         if pretrained:
-            from safetensors.torch import load_file
-
-            state = load_file(folder / WEIGHTS_FILE)
-            state = {k.removeprefix("bert."): v for k, v in state.items()}
-            state = {k: v for k, v in state.items() if not k.startswith("pooler.")}
-            self.bert.load_state_dict(state, strict=False)
-            missing = set(self.bert.state_dict()) - set(state)
-            if {k for k in missing if not k.endswith("position_ids")}:
-                raise ValueError(f"{folder}: the weights lack {sorted(missing)[:5]}")
+            self.bert.load_state_dict(folder_weights(folder))
         if frozen_layers:
             for module in (self.bert.embeddings, *self.bert.encoder.layer[:frozen_layers]):
                 module.requires_grad_(False)
@@ -109,12 +90,12 @@ class SentenceTower(nn.Module):
 
     def _run(self, items: Texts, start: int, stop: int) -> tuple[torch.Tensor, torch.Tensor]:
         """Layers `start`..`stop` over padded items (token ids: from the embeddings; hidden
-        states: from layer `start`); (hidden states, mask)."""
+        states: from layer `start`); (hidden states, mask of the real tokens)."""
         device = self._device()
         width = max(len(i) for i in items)
-        mask = torch.zeros((len(items), width), dtype=torch.long)
+        mask = torch.zeros((len(items), width), dtype=torch.bool)
         for row, item in enumerate(items):
-            mask[row, : len(item)] = 1
+            mask[row, : len(item)] = True
         mask = mask.to(device)
         if isinstance(items[0], torch.Tensor):
             hidden = torch.zeros((len(items), width, items[0].shape[-1]), device=device)
@@ -124,15 +105,12 @@ class SentenceTower(nn.Module):
             ids = torch.zeros((len(items), width), dtype=torch.long)
             for row, item in enumerate(items):
                 ids[row, : len(item)] = torch.tensor(item, dtype=torch.long)
-            hidden = self.bert.embeddings(input_ids=ids.to(device))
-        additive = (1.0 - mask[:, None, None, :].to(hidden.dtype)) * torch.finfo(hidden.dtype).min
-        for layer in self.bert.encoder.layer[start:stop]:
-            hidden = layer(hidden, additive)
-        return hidden, mask
+            hidden = self.bert.embed(ids.to(device))
+        return self.bert.run_layers(hidden, mask, start, stop), mask
 
     def _pooled(self, items: Texts) -> torch.Tensor:
         start = self.frozen_layers if isinstance(items[0], torch.Tensor) else 0
-        hidden, mask = self._run(items, start, len(self.bert.encoder.layer))
+        hidden, mask = self._run(items, start, self.bert.layers)
         weights = mask.unsqueeze(-1).to(hidden.dtype)
         return (hidden * weights).sum(dim=1) / weights.sum(dim=1).clamp(min=1.0)
 

@@ -6,17 +6,17 @@ import dataclasses
 import numpy as np
 import pytest
 import torch
-from safetensors.torch import load_file
 from upath import UPath
 
 from formula_assets.core.profiles import get_profile
 from formula_assets.evaluation.ranking import CosineScorer, gold_ranks, normalise_rows
 from formula_assets.methods import registry
 from formula_assets.methods.sbert_finetuned_cl import METHOD, annotation_text, base_folder
+from formula_assets.semantics.bert import folder_weights
 from formula_assets.training.artifacts import save_model
 from formula_assets.training.data import alignment_data
 from formula_assets.training.fold import train_fold
-from formula_assets.training.sentence_encoder import WEIGHTS_FILE, SentenceTower, token_ids
+from formula_assets.training.sentence_encoder import SentenceTower, token_ids
 
 SMOKE = get_profile("smoke")
 # three short epochs, the lowest three layers frozen: seconds, and enough to see learning
@@ -69,10 +69,7 @@ def test_it_learns_and_ranks_far_above_chance(trained) -> None:
 
 
 def test_only_the_layers_above_the_frozen_ones_move(trained) -> None:
-    base = {
-        k.removeprefix("bert."): v
-        for k, v in load_file(base_folder(trained.description) / WEIGHTS_FILE).items()
-    }
+    base = folder_weights(base_folder(trained.description))
     state = {k.removeprefix("bert."): v for k, v in trained.state.items()}
     frozen = ("embeddings.", *(f"encoder.layer.{i}." for i in range(3)))
     moved = [k for k in state if k in base and not torch.equal(state[k], base[k])]
