@@ -125,6 +125,11 @@ class ModelDescription:
             if f.name in _OPTIONAL and value == _OPTIONAL[f.name]:
                 continue
             out[_JSON_NAMES.get(f.name, f.name)] = _jsonable(value)
+        out["settings"] = {
+            k: v
+            for k, v in out["settings"].items()
+            if k not in _OPTIONAL_SETTINGS or v != _OPTIONAL_SETTINGS[k]
+        }
         return out
 
     @classmethod
@@ -171,6 +176,11 @@ _OPTIONAL: dict[str, Any] = {
     "base_model_identity": "",
     "deterministic": None,
 }
+
+
+# settings of one method only (the fine-tuned encoder's), written only when set: the other
+# methods' config.json stay as they were before these settings existed
+_OPTIONAL_SETTINGS: dict[str, Any] = {"base_model": None, "max_seq_len": 128, "frozen_layers": 0}
 
 
 def _settings(values: Mapping[str, Any]) -> MethodSettings:
