@@ -144,7 +144,7 @@ PROFILES: dict[str, Profile] = {
             _DEFAULT_FINETUNED,
             epochs=2,
             batch_size=64,
-            learning_rate=1e-4,
+            learning_rate=5e-4,
             patience=2,
             max_seq_len=16,
         ),
