@@ -35,8 +35,8 @@ from upath import UPath
 from benchmarks.common import write_result
 from formula_assets.audit.concepts import (
     SUGGESTED,
+    AnnotationQuery,
     ConceptSuggester,
-    annotation_vector,
     concept_entry,
     concept_texts,
     corpus_texts,
@@ -173,13 +173,13 @@ def fold_run(
     for r, changed_concepts in edited.items():
         corpus[vectors.qids[r]] = with_concepts(corpus[vectors.qids[r]], changed_concepts)
     changed = np.array(sorted(edited), dtype=np.int64)
-    inputs = np.stack(
-        [
-            annotation_vector(annotation_texts(corpus[vectors.qids[r]]), texts, aggregation)
-            for r in changed
-        ]
+    queries = [
+        AnnotationQuery(tuple(annotation_texts(corpus[vectors.qids[r]])), texts, aggregation)
+        for r in changed
+    ]
+    corrupted = with_semantic(
+        vectors, changed, semantic_side(queries, models, list(vectors.spaces))
     )
-    corrupted = with_semantic(vectors, changed, semantic_side(inputs, models, list(vectors.spaces)))
     if kind == "missing":
         concepts = vocabulary(list(corpus.values()))
         suggester = ConceptSuggester(corrupted, models, concepts, texts, aggregation)

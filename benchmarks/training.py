@@ -36,6 +36,7 @@ def _tables() -> dict:
         "concept_annotations",
         "semantic_embeddings",
         "opt_text_embeddings",
+        "opt_token_embeddings",
     )
     return {name: lake.read_parquet(root / f"{name}.parquet") for name in names}
 
@@ -58,7 +59,12 @@ def _train(job: tuple):
     os.environ["OMP_NUM_THREADS"] = str(threads)
     t = _tables()
     data = alignment_data(
-        t["cv_folds"], t["opt_graphs"], t["semantic_embeddings"], t["opt_text_embeddings"]
+        t["cv_folds"],
+        t["opt_graphs"],
+        t["semantic_embeddings"],
+        t["opt_text_embeddings"],
+        t["opt_token_embeddings"],
+        t["concept_annotations"],
     )
     started = time.perf_counter()
     chosen = _capped(profile, threads, epochs)
@@ -113,17 +119,31 @@ def epochs_only(profile: str, epochs: int, folds: tuple[int, ...] = (1,), thread
     return result
 
 
-def run(profile: str = "default", workers: int = 2, threads: int = 1) -> dict:
-    """`workers` processes with `threads` torch threads each (2 × 1: parallel; 1 × 2: serial)."""
+def _lake_models(methods: list[str]) -> dict:
+    """The lake's fold models of these methods (as `make run` trained them)."""
+    from formula_assets.training.artifacts import load_model, model_directory
+
+    root = UPath(Settings.from_environment().data_lake)
+    return {(f, m): load_model(model_directory(root, f, m)) for m in methods for f in FOLDS}
+
+
+def run(
+    profile: str = "default", workers: int = 2, threads: int = 1, methods: list[str] | None = None
+) -> dict:
+    """`workers` processes with `threads` torch threads each (2 × 1: parallel; 1 × 2: serial).
+    `methods`: train only these; the other trained methods' models are read from the lake."""
     from formula_assets.evaluation.inputs import evaluation_inputs
 
+    chosen = list(methods or registry.trained())
     # Longest first, so the pool's processes finish together.
-    jobs = [(m, f, profile, threads) for m in registry.trained() for f in FOLDS]
+    chosen.sort(key=lambda m: -registry.get(m).training_cost)
+    jobs = [(m, f, profile, threads) for m in chosen for f in FOLDS]
     started = time.perf_counter()
     with multiprocessing.get_context("spawn").Pool(workers) as pool:
         trained = pool.map(_train, jobs, chunksize=1)
     wall = time.perf_counter() - started
-    models = {(m.fold, m.method): m for m, _ in trained}
+    models = _lake_models([m for m in registry.trained() if m not in chosen])
+    models |= {(m.fold, m.method): m for m, _ in trained}
     t = _tables()
     inputs = evaluation_inputs(
         t["cv_folds"],
@@ -174,13 +194,16 @@ def run(profile: str = "default", workers: int = 2, threads: int = 1) -> dict:
         "profile": profile,
         "workers": workers,
         "threads_per_worker": threads,
+        "trained": chosen,
+        "from_the_lake": [m for m in registry.trained() if m not in chosen],
         "training_wall_s": round(wall, 1),
         "per_method": per_method,
         "table_2": summary,
         "best_method": {d: best[d]["method"] for d in DIRECTIONS},
         "targets_met": targets,
     }
-    print(f"written {write_result(f'training_{profile}_{workers}x{threads}', result)}")
+    name = f"training_{profile}_{workers}x{threads}" + (f"_{'_'.join(chosen)}" if methods else "")
+    print(f"written {write_result(name, result)}")
     return result
 
 
@@ -190,6 +213,11 @@ if __name__ == "__main__":
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--threads", type=int, default=1, help="torch threads per worker")
     parser.add_argument(
+        "--methods",
+        nargs="+",
+        help="train only these methods; the others' models are read from the data lake",
+    )
+    parser.add_argument(
         "--epochs",
         type=int,
         help="only time this many epochs per method on fold 1 (for `paper` on a CPU)",
@@ -198,4 +226,4 @@ if __name__ == "__main__":
     if args.epochs:
         epochs_only(args.profile, args.epochs, threads=args.threads)
     else:
-        run(args.profile, args.workers, args.threads)
+        run(args.profile, args.workers, args.threads, args.methods)

@@ -1,10 +1,11 @@
 """How well each annotated concept fits its formula, and the concepts an annotation may lack.
 
 The vocabulary is every concept annotated on some item of the corpus. Each concept's own
-annotation vector (its label and description, aggregated as `semantic_embeddings` aggregates
-texts) is mapped by each fold model's semantic side (`Method.text_vector`); the formula's
-association with a concept is the cosine of its structural vector to that concept vector,
-weighted over the ensemble's members with the fold's weights.
+annotation (its label and description, as `semantic_embeddings` aggregates texts, or as one
+text for a method that reads text) is mapped by each fold model's semantic side
+(`Method.text_vectors`); the formula's association with a concept is the cosine of its
+structural vector to that concept vector, weighted over the ensemble's members with the fold's
+weights.
 
 * Concept fit: the percentile of an annotated concept among the whole vocabulary by that
   association (0: the formula's most associated concept, 1: its least). The suspicion of an
@@ -33,7 +34,7 @@ import numpy as np
 from formula_assets.methods import registry
 from formula_assets.methods.base import LoadedModel
 from formula_assets.search.layout import ServingVectors
-from formula_assets.semantics.annotations import annotation_texts
+from formula_assets.semantics.annotations import annotation_text, annotation_texts
 from formula_assets.syntax.mathml import MathMLError, parse_mathml
 from formula_assets.syntax.schema import SYMBOL
 
@@ -135,25 +136,37 @@ def concept_entry(concept: Concept) -> dict[str, Any]:
     return {"qid": concept.qid, "label": concept.label, "description": concept.description}
 
 
-def semantic_side(
-    inputs: np.ndarray, models: Mapping[str, LoadedModel | None], methods: Sequence[str]
-) -> dict[str, np.ndarray]:
-    """Annotation sentence vectors (rows) in each method's space (its semantic side).
+@dataclass(frozen=True)
+class AnnotationQuery:
+    """An annotation (its texts) as a method reads a text query (`methods.base.TextQuery`):
+    one text for a model that reads text, the aggregated sentence vector for the others."""
 
-    The built-in methods' `text_vector` maps the last axis (their networks act row-wise), so
-    all rows go in one call; a method whose answer has another shape is asked row by row."""
-    out = {}
-    for name in methods:
-        method = registry.get(name)
-        model = models.get(name)
-        if not len(inputs):
-            out[name] = np.zeros((0, 0), np.float32)
-            continue
-        batch = np.asarray(method.text_vector(np.asarray(inputs, dtype=np.float32), model))
-        if batch.ndim != 2 or len(batch) != len(inputs):
-            batch = np.stack([method.text_vector(v, model) for v in inputs])
-        out[name] = batch
-    return out
+    texts: tuple[str, ...]
+    vectors: TextVectors
+    aggregation: str
+
+    @property
+    def text(self) -> str:
+        return annotation_text(self.texts)
+
+    def vector(self) -> np.ndarray:
+        return annotation_vector(self.texts, self.vectors, self.aggregation)
+
+
+def semantic_side(
+    queries: Sequence[AnnotationQuery],
+    models: Mapping[str, LoadedModel | None],
+    methods: Sequence[str],
+) -> dict[str, np.ndarray]:
+    """Annotations (rows) in each method's space (its semantic side)."""
+    return {
+        name: (
+            np.asarray(registry.get(name).text_vectors(queries, models.get(name)))
+            if len(queries)
+            else np.zeros((0, 0), np.float32)
+        )
+        for name in methods
+    }
 
 
 class ConceptSuggester:
@@ -176,17 +189,18 @@ class ConceptSuggester:
         self.aggregation = aggregation
         self.weights = dict(weights if weights is not None else vectors.weights)
         self.members = [m for m, w in self.weights.items() if w]
-        self.encode = lambda x, methods: semantic_side(x, models, methods)
         self.order = list(concepts)
-        own = np.stack(
-            [annotation_vector(concept_texts(concepts[q]), texts, aggregation) for q in self.order]
-        )
+        queries = [
+            AnnotationQuery(tuple(concept_texts(concepts[q])), texts, aggregation)
+            for q in self.order
+        ]
+        own = np.stack([q.vector() for q in queries])
         self.position = {q: i for i, q in enumerate(self.order)}
         # the concepts' sentence vectors, unit length (closeness to an item's annotation)
         self.concept_inputs = np.asarray(own, dtype=np.float64) / np.maximum(
             np.linalg.norm(own, axis=1, keepdims=True), 1e-12
         )
-        spaces = self.encode(own, self.members)
+        spaces = semantic_side(queries, models, self.members)
         # the concepts' own vectors, unit length, per member: the shortlist's space
         self.concept_space = {
             m: np.asarray(spaces[m], dtype=np.float64)

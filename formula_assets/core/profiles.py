@@ -1,7 +1,8 @@
 """Training profiles: how much compute the alignment models get, with fixed, recorded seeds.
 
 * `smoke`: seconds; for tests and demos. Proves the wiring, not the science.
-* `default`: the best a 2-core CPU does in minutes (all folds and methods ≲ 10 min).
+* `default`: the best a 2-core CPU does in minutes (8.5 min cold before the fine-tuned
+  encoder, whose five folds add about 3 minutes of one core each: docs/performance.md).
 * `large`: the strongest this CPU trains in a quarter of an hour: both packaged sentence
   models side by side and a wider graph encoder.
 * `paper`: the paper's settings — 200 epochs, hidden 768, all-mpnet-base-v2 — for a GPU.
@@ -44,6 +45,13 @@ class MethodSettings:
     # independently seeded trainings, each early-stopped on its own, whose cosines are
     # averaged (a seed ensemble: training time × runs)
     runs: int = 1
+    # sbert_finetuned_cl only: the sentence-transformers folder fine-tuned (None: the packaged
+    # all-MiniLM-L6-v2; a local folder otherwise, never a download), and the tokens each text
+    # is truncated to; the embeddings and the lowest `frozen_layers` transformer layers keep
+    # the base model's weights (run once, their output cached: training costs less)
+    base_model: str | None = None
+    max_seq_len: int = 128
+    frozen_layers: int = 0
 
     def __post_init__(self) -> None:
         if self.runs < 1:
@@ -55,6 +63,7 @@ class Profile:
     name: str
     graph_text_cl: MethodSettings
     sbert_dual_cl: MethodSettings
+    sbert_finetuned_cl: MethodSettings
     embedding_model: str | None = None  # None: the packaged all-MiniLM-L6-v2
     seed: int = 0
     validation_fraction: float = 0.1
@@ -97,6 +106,13 @@ _DEFAULT_GRAPH = MethodSettings(
     semantic_dropout=_DEFAULT_DUAL.dropout,
     runs=2,
 )
+# the sentence encoder itself fine-tuned (sbert_finetuned_cl): `hidden` and `dropout` are
+# unused (the tower is the model's own, with its own dropout), `out_dim` its width
+# (the lowest four of six layers frozen, 64 tokens, three epochs: fold 1's validation MRR in
+# docs/training.md)
+_DEFAULT_FINETUNED = MethodSettings(
+    0, 384, 0.0, 3, 32, 1e-4, 0.01, 0.0, 3, max_seq_len=64, frozen_layers=4
+)
 
 PROFILES: dict[str, Profile] = {
     "smoke": Profile(
@@ -123,20 +139,36 @@ PROFILES: dict[str, Profile] = {
         ),
         # two runs, as the default's models have (seconds here)
         sbert_dual_cl=MethodSettings(256, 128, 0.1, 20, 64, 3e-3, 1e-4, 0.1, 20, runs=2),
+        # two epochs of two steps over 16-token texts: the wiring, in seconds
+        sbert_finetuned_cl=replace(
+            _DEFAULT_FINETUNED,
+            epochs=2,
+            batch_size=64,
+            learning_rate=5e-4,
+            patience=2,
+            max_seq_len=16,
+        ),
     ),
-    "default": Profile(name="default", graph_text_cl=_DEFAULT_GRAPH, sbert_dual_cl=_DEFAULT_DUAL),
+    "default": Profile(
+        name="default",
+        graph_text_cl=_DEFAULT_GRAPH,
+        sbert_dual_cl=_DEFAULT_DUAL,
+        sbert_finetuned_cl=_DEFAULT_FINETUNED,
+    ),
     # the default's graph settings twice as wide, over all-MiniLM-L6-v2 and all-mpnet-base-v2
     # vectors side by side (needs `pip install 'formula_assets[mpnet]'`)
     "large": Profile(
         name="large",
         graph_text_cl=replace(_DEFAULT_GRAPH, hidden=512),
         sbert_dual_cl=_DEFAULT_DUAL,
+        sbert_finetuned_cl=_DEFAULT_FINETUNED,
         embedding_model=f"{DEFAULT_EMBEDDING_MODEL}{MODEL_SEPARATOR}all-mpnet-base-v2",
     ),
     "paper": Profile(
         name="paper",
         graph_text_cl=MethodSettings(768, 768, 0.1, 200, 256, 5e-4, 1e-4, 0.1, 200),
         sbert_dual_cl=MethodSettings(768, 768, 0.1, 200, 256, 5e-4, 1e-4, 0.1, 200),
+        sbert_finetuned_cl=replace(_DEFAULT_FINETUNED, epochs=10, patience=3, max_seq_len=128),
         embedding_model="sentence-transformers/all-mpnet-base-v2",
         torch_threads=0,  # 0: leave torch's default (all cores / the GPU)
     ),

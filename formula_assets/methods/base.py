@@ -13,9 +13,10 @@ Its hooks:
 * Table 2 and the index — `space(data, split, qids)`: the (structural, semantic) vectors of
   some formulae of one fold in one shared space (scored by cosine); a method without vectors
   (BM25) returns None and scores with `scorers`.
-* search — `formula_vector(query, model)` / `text_vector(vector, model)`: a query encoded into
+* search — `formula_vector(query, model)` / `text_vector(query, model)`: a query encoded into
   that space, as `space` has the corpus.
-* training — `settings`, `prepare` / `inputs`, `network` (see `TrainedMethod`); the loop
+* training — `settings`, `prepare` / `inputs` / `semantic_inputs`, `network` (see
+  `TrainedMethod`); the loop
   itself is `training.fold.train_fold`, the same for every method.
 
 Heavy libraries (torch, BM25) are imported where they are used: the registry lists every
@@ -50,6 +51,10 @@ class FormulaQuery(Protocol):
     """A formula being searched for, and what a method may encode it from (each computed
     when first asked for, by the searcher)."""
 
+    def linearised(self) -> str:
+        """Its linearised OPT (as `opt_graphs` has them)."""
+        ...
+
     def linearised_vector(self) -> np.ndarray:
         """The sentence vector of its linearised OPT (as `opt_text_embeddings` has them)."""
         ...
@@ -61,6 +66,15 @@ class FormulaQuery(Protocol):
     def token_texts(self, graphs: pa.Table) -> TokenTexts:
         """The sentence vectors of the graphs' token texts (as `opt_token_embeddings`)."""
         ...
+
+
+class TextQuery(Protocol):
+    """A text being searched for: the text itself, and its sentence vector (computed when
+    first asked for, as `semantic_embeddings` embeds an annotation text)."""
+
+    text: str
+
+    def vector(self) -> np.ndarray: ...
 
 
 @dataclass(frozen=True)
@@ -93,9 +107,14 @@ class Method:
         """A formula query in the structural side of the method's space."""
         raise NotImplementedError(f"{self.name} does not answer searches")
 
-    def text_vector(self, vector: np.ndarray, model: LoadedModel | None) -> np.ndarray:
-        """A text query (its sentence vector) in the semantic side of the method's space."""
+    def text_vector(self, query: TextQuery, model: LoadedModel | None) -> np.ndarray:
+        """A text query in the semantic side of the method's space."""
         raise NotImplementedError(f"{self.name} does not answer searches")
+
+    def text_vectors(self, queries: Sequence[TextQuery], model: LoadedModel | None) -> np.ndarray:
+        """Many text queries at once (rows), as `text_vector` encodes each; a method whose
+        network can take a batch says so here (the audit maps the whole concept vocabulary)."""
+        return np.stack([self.text_vector(q, model) for q in queries])
 
     def __repr__(self) -> str:
         return f"<method {self.name}>"
@@ -104,7 +123,8 @@ class Method:
 class TrainedMethod(Method):
     """A method trained per fold by the shared loop, `training.fold.train_fold(method, …)`:
     the method names its settings, prepares its structural inputs and builds its network;
-    the semantic side is always the sentence vectors of `semantic_embeddings`.
+    the semantic side is the sentence vectors of `semantic_embeddings` unless
+    `semantic_inputs` says otherwise (the fine-tuned encoder reads the annotation texts).
 
     The loop is not imported here: Table 2 and the search index read a method's vectors,
     and their code versions need not follow the loop's source."""
@@ -132,6 +152,17 @@ class TrainedMethod(Method):
         """The structural inputs of every formula of `data`, as the described model reads
         them (rows: `data.qids`)."""
         raise NotImplementedError
+
+    def semantic_inputs(
+        self, description: ModelDescription, data: AlignmentData, device: str
+    ) -> Inputs:
+        """The semantic inputs of every formula of `data` (rows: `data.qids`): by default the
+        sentence vectors of `semantic_embeddings`."""
+        import torch
+
+        from formula_assets.training.inputs import MatrixInputs
+
+        return MatrixInputs(torch.from_numpy(data.semantic.copy()).to(device))
 
     def network(self, description: ModelDescription) -> torch.nn.Module:
         """One untrained network of the described architecture (created after the loop
@@ -183,10 +214,14 @@ class TrainedMethod(Method):
             batch = self.query_input(model.description, query)
             return model.module.encode_structural(batch)[0].numpy()
 
-    def text_vector(self, vector: np.ndarray, model: LoadedModel | None) -> np.ndarray:
+    def text_vector(self, query: TextQuery, model: LoadedModel | None) -> np.ndarray:
+        return self.text_vectors([query], model)[0]
+
+    def text_vectors(self, queries: Sequence[TextQuery], model: LoadedModel | None) -> np.ndarray:
         import torch
 
         if model is None:
             raise ValueError(f"{self.name} encodes queries with its trained model")
+        vectors = np.stack([np.asarray(q.vector(), dtype=np.float32) for q in queries])
         with torch.no_grad():
-            return model.module.encode_semantic(torch.from_numpy(vector[None, :]))[0].numpy()
+            return model.module.encode_semantic(torch.from_numpy(vectors)).numpy()

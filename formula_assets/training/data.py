@@ -22,6 +22,8 @@ class AlignmentData:
     opt_text: np.ndarray
     folds: dict[str, int]
     token_texts: TokenTexts | None = None
+    # each formula's annotation texts (`concept_annotations`), for methods that read text
+    annotation_texts: list[list[str]] | None = None
 
 
 def alignment_data(
@@ -30,6 +32,7 @@ def alignment_data(
     semantic_embeddings: pa.Table,
     opt_text_embeddings: pa.Table,
     opt_token_embeddings: pa.Table | None = None,
+    concept_annotations: pa.Table | None = None,
 ) -> AlignmentData:
     folds = dict(
         zip(cv_folds.column("qid").to_pylist(), cv_folds.column("fold").to_pylist(), strict=True)
@@ -50,4 +53,21 @@ def alignment_data(
         token_texts=None
         if opt_token_embeddings is None
         else TokenTexts.from_table(opt_token_embeddings),
+        annotation_texts=None if concept_annotations is None else _texts(concept_annotations, qids),
     )
+
+
+def _texts(concept_annotations: pa.Table, qids: list[str]) -> list[list[str]]:
+    """The annotation texts of each formula (every aligned formula has a semantic vector,
+    so texts)."""
+    texts = dict(
+        zip(
+            concept_annotations.column("qid").to_pylist(),
+            concept_annotations.column("texts").to_pylist(),
+            strict=True,
+        )
+    )
+    missing = [q for q in qids if not texts.get(q)]
+    if missing:
+        raise ValueError(f"{len(missing)} formulae have no annotation texts, e.g. {missing[:3]}")
+    return [texts[q] for q in qids]

@@ -28,7 +28,7 @@ from formula_assets.training.artifacts import (
 from formula_assets.training.data import AlignmentData
 from formula_assets.training.determinism import deterministic
 from formula_assets.training.folds import split_rows
-from formula_assets.training.inputs import FoldRows, MatrixInputs, Prepared
+from formula_assets.training.inputs import FoldRows, Inputs, Prepared
 from formula_assets.training.models import RunAverage
 from formula_assets.training.trainer import TrainSettings, encode, retrieval_quality, train
 
@@ -49,6 +49,10 @@ class Trainable(Protocol):
     def prepare(
         self, data: AlignmentData, rows: FoldRows, description: ModelDescription, device: str
     ) -> Prepared: ...
+
+    def semantic_inputs(
+        self, description: ModelDescription, data: AlignmentData, device: str
+    ) -> Inputs: ...
 
     def network(self, description: ModelDescription) -> torch.nn.Module:
         """One untrained network of the described architecture."""
@@ -96,9 +100,9 @@ def train_fold(
         validation_fraction=profile.validation_fraction,
         selection_fraction=profile.selection_fraction,
     )
-    semantic = MatrixInputs(torch.from_numpy(data.semantic.copy()).to(device))
     prepared = method.prepare(data, FoldRows(train_rows, split_test_rows), untrained, device)
     description, structural = prepared.description, prepared.structural
+    semantic = method.semantic_inputs(description, data, device)
     log(
         f"{method.name} fold {fold}: {len(train_rows)} train, {len(validation_rows)} "
         f"validation, {len(split.test)} test formulae; {profile.name} profile on {device}"

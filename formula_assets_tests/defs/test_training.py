@@ -40,6 +40,7 @@ def test_fold_model_partition_in_dagster(small_corpus) -> None:
             ("semantic_embeddings", c.semantic),
             ("opt_text_embeddings", c.opt_text),
             ("opt_token_embeddings", c.tokens),
+            ("concept_annotations", c.annotations),
         )
     ]
     base = f"memory://lake-{uuid.uuid4().hex}"
@@ -51,6 +52,7 @@ def test_fold_model_partition_in_dagster(small_corpus) -> None:
             "semantic_embeddings",
             "opt_text_embeddings",
             "opt_token_embeddings",
+            "concept_annotations",
             "cv_folds",
             "fold_models",
         ],
@@ -88,6 +90,7 @@ def test_a_profile_that_disagrees_with_the_embeddings_is_refused(small_corpus, m
             ("semantic_embeddings", minilm),
             ("opt_text_embeddings", with_model(c.opt_text, "all-MiniLM-L6-v2", "x")),
             ("opt_token_embeddings", c.tokens),
+            ("concept_annotations", c.annotations),
         )
     ]
     base = f"memory://lake-{uuid.uuid4().hex}"

@@ -34,6 +34,7 @@ def models(small_corpus):
         small_corpus.semantic,
         small_corpus.opt_text,
         small_corpus.tokens,
+        small_corpus.annotations,
     )
     return {
         (f, m): train_fold(registry.trained_method(m), f, data, PROFILE)
@@ -56,6 +57,7 @@ def test_every_fold_method_and_direction(evaluation, models) -> None:
         "sbert_no_cl",
         "graph_text_cl",
         "sbert_dual_cl",
+        "sbert_finetuned_cl",
         "score_ensemble",
     ]
     for row in rows:
@@ -99,7 +101,12 @@ def test_ensemble_weights_never_see_the_test_fold(inputs, models, evaluation) ->
     assert set(evaluation.ensemble_hubness_k.values()) <= set(HUBNESS_KS)
     assert set(evaluation.ensemble_weights) == set(FOLDS)
     for weights in evaluation.ensemble_weights.values():
-        assert list(weights) == ["graph_text_cl", "sbert_dual_cl", "sbert_no_cl"]
+        assert list(weights) == [
+            "graph_text_cl",
+            "sbert_dual_cl",
+            "sbert_no_cl",
+            "sbert_finetuned_cl",
+        ]
         assert sum(weights.values()) == pytest.approx(1.0)
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from formula_assets.methods import registry
 from formula_assets_tests.support.pipeline import (
     ROOT,
     copy_pipeline,
@@ -22,8 +23,8 @@ from formula_assets_tests.support.pipeline import (
 
 AUDIT = "annotation_audit"
 DOWNSTREAM_OF_OPT = {
-    "correspondence_metrics", "fold_models×10", "retrieval_scores", "ensemble_choices",
-    "significance_tests", "search_index", "annotation_audit", "report",
+    "correspondence_metrics", f"fold_models×{5 * len(registry.trained())}", "retrieval_scores",
+    "ensemble_choices", "significance_tests", "search_index", "annotation_audit", "report",
 }  # fmt: skip
 RENAME_POWER = {
     "syntax/mathml.py": lambda s: s.replace('"msup": ("power",', '"msup": ("superscript",')

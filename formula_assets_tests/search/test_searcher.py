@@ -10,6 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 from upath import UPath
 
+from formula_assets.methods import registry
 from formula_assets.search.layout import METADATA_KEY
 from formula_assets.search.searcher import Searcher, SearchError, latex_to_mathml
 from formula_assets.semantics.models import resolve_model
@@ -27,7 +28,9 @@ def an_item(lake: UPath) -> dict:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("method", ["graph_text_cl", "sbert_dual_cl", "sbert_no_cl"])
+@pytest.mark.parametrize(
+    "method", ["graph_text_cl", "sbert_dual_cl", "sbert_no_cl", "sbert_finetuned_cl"]
+)
 def test_query_path_reproduces_the_stored_vectors(lake: UPath, method: str) -> None:
     """A formula of the corpus, searched for, scores exactly as its stored vector does."""
     searcher = Searcher(lake, method=method)
@@ -203,7 +206,7 @@ def test_a_query_loads_only_what_it_needs(materialized) -> None:
     )
     assert out.returncode == 0, out.stderr
     items, _, methods = out.stdout.splitlines()[0].split(" ", 2)
-    assert methods == "['graph_text_cl', 'sbert_dual_cl', 'sbert_no_cl']"
+    assert methods == str(sorted(m.name for m in registry.ensemble_members()))
     heavy, evaluation = out.stdout.splitlines()[1:3]
     assert heavy in ("[]", "['pandas']"), heavy  # pyarrow imports pandas on its own
     loaded = ["", ".ensemble", ".hubness", ".ranking"]
@@ -216,4 +219,6 @@ def test_a_query_loads_only_what_it_needs(materialized) -> None:
         assert rows.num_rows == int(items)
         blocks.add(tuple(set(rows[c].to_pylist()).pop() for c in ("fold", "method")))
         assert all(len(set(rows[c].to_pylist())) == 1 for c in ("fold", "method"))
-    assert len(blocks) == file.num_row_groups == 3 * len({f for f, _ in blocks})
+    assert (
+        len(blocks) == file.num_row_groups == len(registry.indexed()) * len({f for f, _ in blocks})
+    )

@@ -51,6 +51,7 @@ def fold_models(
     semantic_embeddings: pa.Table,
     opt_text_embeddings: pa.Table,
     opt_token_embeddings: pa.Table,
+    concept_annotations: pa.Table,
 ):
     """A contrastive aligner per fold × method, early-stopped on validation, never on test."""
     from formula_assets.training import artifacts
@@ -67,7 +68,12 @@ def fold_models(
         if problem:
             raise dg.Failure(problem)
     data = alignment_data(
-        cv_folds, opt_graphs, semantic_embeddings, opt_text_embeddings, opt_token_embeddings
+        cv_folds,
+        opt_graphs,
+        semantic_embeddings,
+        opt_text_embeddings,
+        opt_token_embeddings,
+        concept_annotations,
     )
     trained = train_fold(registry.trained_method(method), fold, data, profile, log=context.log.info)
     described = trained.description
@@ -80,6 +86,7 @@ def fold_models(
             *(table_content_hash(t) for t in (cv_folds, opt_graphs, semantic_embeddings)),
             table_content_hash(opt_text_embeddings),
             table_content_hash(opt_token_embeddings),
+            table_content_hash(concept_annotations),
             json.dumps(profile.as_dict(), sort_keys=True),
             method,
             str(fold),

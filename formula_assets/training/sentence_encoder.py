@@ -1,0 +1,152 @@
+"""A sentence-transformer (BERT, mean pooling) as a trainable network: one shared tower reads
+both sides as text, the linearised OPT and the annotation texts, so contrastive training
+fine-tunes the encoder itself rather than heads over its frozen vectors.
+
+The tower is built from a sentence-transformers folder's own files — `config.json`,
+`tokenizer.json`, `model.safetensors` — as `semantics.bert.BertEncoder` (plain torch: a search
+loads it without importing transformers) and the `tokenizers` library, offline: nothing is
+downloaded. A trained tower's weights are the model's
+safetensors; the folder only supplies the architecture and the tokenizer, and its content
+hash is recorded with the model so that a different folder is refused (`base_identity`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import nn
+
+from formula_assets.training.models import Temperature
+
+# the initial temperature of sentence-transformers' in-batch-negatives loss (scale 20)
+INITIAL_TEMPERATURE = 0.05
+# rows encoded at once in eval mode, sorted by length so that little is padding
+EVAL_CHUNK = 64
+
+
+def token_ids(folder: Path, max_length: int, texts: Sequence[str]) -> list[list[int]]:
+    """Each text's token ids ([CLS] … [SEP]), at most `max_length` of them."""
+    from formula_assets.semantics.bert import folder_tokenizer
+
+    return [e.ids for e in folder_tokenizer(folder, max_length).encode_batch(list(texts))]
+
+
+@dataclass
+class TokenInputs:
+    """Tokenised texts by row; a batch is the rows' id lists (the tower pads them)."""
+
+    ids: list[list[int]]
+
+    def batch(self, rows: np.ndarray) -> list[list[int]]:
+        return [self.ids[int(r)] for r in np.asarray(rows).reshape(-1)]
+
+
+@dataclass
+class HiddenInputs:
+    """The frozen lower layers' output of each row's text (one [tokens, width] tensor each),
+    computed once: training and encoding then run only the layers being fine-tuned."""
+
+    hidden: list[torch.Tensor]
+
+    def batch(self, rows: np.ndarray) -> list[torch.Tensor]:
+        return [self.hidden[int(r)] for r in np.asarray(rows).reshape(-1)]
+
+
+Texts = list[list[int]] | list[torch.Tensor]
+
+
+class SentenceTower(nn.Module):
+    """`sbert_finetuned_cl`'s network: one BERT with mean pooling for both sides (its
+    vectors are compared by cosine, as the frozen model's are).
+
+    With `frozen_layers` k > 0 the embeddings and the lowest k layers keep the base model's
+    weights; a batch may then be those layers' output (`HiddenInputs`, made by `lower`)
+    instead of token ids, and only the layers above run."""
+
+    def __init__(self, folder: Path, frozen_layers: int = 0, pretrained: bool = True) -> None:
+        """`pretrained`: start from the folder's weights (training); otherwise only its
+        architecture (a trained tower's weights are loaded over it)."""
+        super().__init__()
+        from formula_assets.semantics.bert import BertEncoder, folder_weights
+
+        self.bert = BertEncoder(json.loads((folder / "config.json").read_text("utf-8")))
+        if not 0 <= frozen_layers <= self.bert.layers:
+            raise ValueError(f"frozen_layers must be 0..{self.bert.layers}, not {frozen_layers}")
+        self.frozen_layers = frozen_layers
+        if pretrained:
+            self.bert.load_state_dict(folder_weights(folder))
+        if frozen_layers:
+            for module in (self.bert.embeddings, *self.bert.encoder.layer[:frozen_layers]):
+                module.requires_grad_(False)
+        self.temperature = Temperature(INITIAL_TEMPERATURE)
+
+    def _device(self) -> torch.device:
+        return self.bert.embeddings.word_embeddings.weight.device
+
+    def _run(self, items: Texts, start: int, stop: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """Layers `start`..`stop` over padded items (token ids: from the embeddings; hidden
+        states: from layer `start`); (hidden states, mask of the real tokens)."""
+        device = self._device()
+        width = max(len(i) for i in items)
+        mask = torch.zeros((len(items), width), dtype=torch.bool)
+        for row, item in enumerate(items):
+            mask[row, : len(item)] = True
+        mask = mask.to(device)
+        if isinstance(items[0], torch.Tensor):
+            hidden = torch.zeros((len(items), width, items[0].shape[-1]), device=device)
+            for row, item in enumerate(items):
+                hidden[row, : len(item)] = item
+        else:
+            ids = torch.zeros((len(items), width), dtype=torch.long)
+            for row, item in enumerate(items):
+                ids[row, : len(item)] = torch.tensor(item, dtype=torch.long)
+            hidden = self.bert.embed(ids.to(device))
+        return self.bert.run_layers(hidden, mask, start, stop), mask
+
+    def _pooled(self, items: Texts) -> torch.Tensor:
+        start = self.frozen_layers if isinstance(items[0], torch.Tensor) else 0
+        hidden, mask = self._run(items, start, self.bert.layers)
+        weights = mask.unsqueeze(-1).to(hidden.dtype)
+        return (hidden * weights).sum(dim=1) / weights.sum(dim=1).clamp(min=1.0)
+
+    def _chunked(self, items: Texts, encode) -> list[torch.Tensor]:
+        """`encode` over length-sorted chunks; one result per item, in input order."""
+        order = sorted(range(len(items)), key=lambda i: len(items[i]))
+        out: list[torch.Tensor] = [torch.empty(0)] * len(items)
+        for start in range(0, len(order), EVAL_CHUNK):
+            part = order[start : start + EVAL_CHUNK]
+            for i, vector in zip(part, encode([items[i] for i in part]), strict=True):
+                out[i] = vector
+        return out
+
+    @torch.no_grad()
+    def lower(self, ids: list[list[int]]) -> HiddenInputs:
+        """The frozen layers' output of each text (eval mode: no dropout), for `HiddenInputs`."""
+        was_training = self.training
+        self.eval()
+
+        def run(items: Texts) -> list[torch.Tensor]:
+            hidden, _ = self._run(items, 0, self.frozen_layers)
+            return [h[: len(i)].clone() for h, i in zip(hidden, items, strict=True)]
+
+        hidden = self._chunked(ids, run)
+        self.train(was_training)
+        return HiddenInputs(hidden)
+
+    def encode(self, items: Texts) -> torch.Tensor:
+        """Mean-pooled vectors of tokenised texts (or of their frozen layers' output); in
+        eval mode in length-sorted chunks (the same vectors, less padding)."""
+        if self.training or len(items) <= EVAL_CHUNK:
+            return self._pooled(items)
+        return torch.stack(self._chunked(items, lambda part: list(self._pooled(part))))
+
+    def encode_structural(self, items: Texts) -> torch.Tensor:
+        return self.encode(items)
+
+    def encode_semantic(self, items: Texts) -> torch.Tensor:
+        return self.encode(items)

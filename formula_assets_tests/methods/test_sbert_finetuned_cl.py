@@ -1,0 +1,127 @@
+"""The fine-tuned sentence encoder on 160 formulae: it learns, the frozen part stays the base
+model, and a saved model reloads offline and encodes queries as it encoded the corpus."""
+
+import dataclasses
+
+import numpy as np
+import pytest
+import torch
+from upath import UPath
+
+from formula_assets.core.profiles import get_profile
+from formula_assets.evaluation.ranking import CosineScorer, gold_ranks, normalise_rows
+from formula_assets.methods import registry
+from formula_assets.methods.sbert_finetuned_cl import METHOD, base_folder
+from formula_assets.semantics.annotations import annotation_text
+from formula_assets.semantics.bert import folder_weights
+from formula_assets.training.artifacts import save_model
+from formula_assets.training.data import alignment_data
+from formula_assets.training.fold import train_fold
+from formula_assets.training.sentence_encoder import SentenceTower, token_ids
+
+SMOKE = get_profile("smoke")
+# three short epochs, the lowest three layers frozen: seconds, and enough to see learning
+SETTINGS = dataclasses.replace(
+    SMOKE.sbert_finetuned_cl, epochs=3, batch_size=32, learning_rate=1e-4, frozen_layers=3
+)
+PROFILE = dataclasses.replace(SMOKE, validation_fraction=0.2, sbert_finetuned_cl=SETTINGS)
+
+
+@pytest.fixture(scope="module")
+def data(small_corpus):
+    c = small_corpus
+    return alignment_data(c.folds, c.graphs, c.semantic, c.opt_text, c.tokens, c.annotations)
+
+
+@pytest.fixture(scope="module")
+def trained(data):
+    return train_fold(METHOD, 1, data, PROFILE)
+
+
+class Query:
+    """A formula query of the corpus, as the searcher gives it (only what this method reads)."""
+
+    def __init__(self, linearised: str) -> None:
+        self.text = linearised
+
+    def linearised(self) -> str:
+        return self.text
+
+    def vector(self) -> np.ndarray:
+        raise AssertionError("the fine-tuned encoder reads the text, not the frozen vector")
+
+
+def test_it_is_registered_trained_and_in_the_ensemble() -> None:
+    assert registry.get("sbert_finetuned_cl") is METHOD
+    assert "sbert_finetuned_cl" in registry.trained()
+    assert METHOD in registry.ensemble_members()
+    assert METHOD.training_cost > registry.get("sbert_dual_cl").training_cost
+
+
+def test_it_learns_and_ranks_far_above_chance(trained) -> None:
+    losses = [entry["loss"] for entry in trained.history]
+    assert len(losses) == 3
+    assert losses[-1] < losses[0]
+    _, structural, semantic = trained.split_vectors("test")
+    ranks = gold_ranks(CosineScorer(structural, semantic)).summary()
+    n = len(structural)
+    chance_mrr = sum(1 / r for r in range(1, n + 1)) / n  # the gold at a uniform rank
+    assert ranks["mrr"] > 3 * chance_mrr
+
+
+def test_only_the_layers_above_the_frozen_ones_move(trained) -> None:
+    base = folder_weights(base_folder(trained.description))
+    state = {k.removeprefix("bert."): v for k, v in trained.state.items()}
+    frozen = ("embeddings.", *(f"encoder.layer.{i}." for i in range(3)))
+    moved = [k for k in state if k in base and not torch.equal(state[k], base[k])]
+    assert moved, "nothing was fine-tuned"
+    assert all(k.startswith("encoder.layer.") and not k.startswith(frozen) for k in moved)
+    assert all(torch.equal(state[k], base[k]) for k in state if k.startswith(frozen))
+
+
+def test_the_description_names_the_base_model_by_its_content(trained) -> None:
+    description = trained.description
+    assert len(description.base_model_identity) >= 16
+    assert description.settings.max_seq_len == 16
+    wrong = dataclasses.replace(description, base_model_identity="0" * 64)
+    with pytest.raises(ValueError, match="retrain"):
+        base_folder(wrong)
+
+
+def test_a_saved_model_reloads_and_encodes_queries_as_it_encoded_the_corpus(
+    trained, data, tmp_path
+) -> None:
+    directory = UPath(tmp_path) / "model"
+    save_model(trained, directory)
+    loaded = METHOD.load(directory)
+    qids, structural, semantic = trained.split_vectors(None)
+    index = {q: i for i, q in enumerate(data.qids)}
+    linearised = data.graphs.column("linearised_opt").to_pylist()
+    for qid in qids[:5]:
+        row = index[qid]
+        formula = METHOD.formula_vector(Query(linearised[row]), loaded)
+        text = METHOD.text_vector(Query(annotation_text(data.annotation_texts[row])), loaded)
+        stored = qids.index(qid)
+        np.testing.assert_allclose(
+            normalise_rows(formula[None, :])[0], structural[stored], atol=1e-5
+        )
+        np.testing.assert_allclose(normalise_rows(text[None, :])[0], semantic[stored], atol=1e-5)
+    # many queries at once (the audit's vocabulary) are each the query alone
+    texts = [Query(annotation_text(data.annotation_texts[index[q]])) for q in qids[:5]]
+    batch = METHOD.text_vectors(texts, loaded)
+    alone = np.stack([METHOD.text_vector(t, loaded) for t in texts])
+    np.testing.assert_allclose(batch, alone, atol=1e-5)
+    assert not np.allclose(batch[0], batch[1], atol=1e-3)
+    # the reloaded tower is the trained one, not the base model it was built over
+    base = SentenceTower(base_folder(trained.description)).eval()
+    ids = token_ids(base_folder(trained.description), 16, [linearised[index[qids[0]]]])
+    with torch.no_grad():
+        frozen = normalise_rows(base.encode(ids).numpy())[0]
+    assert not np.allclose(frozen, structural[0], atol=1e-3)
+
+
+def test_it_needs_the_annotation_texts(small_corpus) -> None:
+    c = small_corpus
+    without = alignment_data(c.folds, c.graphs, c.semantic, c.opt_text, c.tokens)
+    with pytest.raises(ValueError, match="concept_annotations"):
+        train_fold(METHOD, 1, without, PROFILE)
