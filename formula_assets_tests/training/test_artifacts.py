@@ -7,14 +7,10 @@ embeddings all come from the same save, and no load may fail.
 """
 
 import json
-import os
-import socket
 import threading
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
-import fsspec
 import pyarrow as pa
 import pytest
 import torch
@@ -109,38 +105,8 @@ def test_a_damaged_version_fails_at_once_with_the_missing_file(tmp_path: Path) -
         load_model(directory)
 
 
-@pytest.fixture(scope="module")
-def bucket() -> Iterator[str]:
-    """A moto S3 server on 127.0.0.1 with one bucket, s3fs pointed at it."""
-    from moto.server import ThreadedMotoServer
-
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
-    server.start()
-    saved = dict(os.environ)
-    os.environ.update(
-        {
-            "AWS_ACCESS_KEY_ID": "testing",
-            "AWS_SECRET_ACCESS_KEY": "testing",
-            "AWS_DEFAULT_REGION": "us-east-1",
-        }
-    )
-    previous = dict(fsspec.config.conf.get("s3", {}))
-    fsspec.config.conf["s3"] = {"endpoint_url": f"http://127.0.0.1:{port}"}
-    try:
-        fsspec.filesystem("s3", skip_instance_cache=True).mkdir("models")
-        yield "s3://models"
-    finally:
-        fsspec.config.conf["s3"] = previous
-        os.environ.clear()
-        os.environ.update(saved)
-        server.stop()
-
-
-def test_loads_during_concurrent_saves_on_an_object_store(bucket: str) -> None:
-    directory = UPath(f"{bucket}/{uuid.uuid4().hex[:8]}/fold_models/1/sbert_dual_cl")
+def test_loads_during_concurrent_saves_on_an_object_store(s3: str) -> None:
+    directory = UPath(f"{s3}/{uuid.uuid4().hex[:8]}/fold_models/1/sbert_dual_cl")
     seen, failures = race(directory, SAVES_PER_WRITER_S3)
     assert not failures, (
         f"{len(failures)} of {len(seen) + len(failures)} loads failed: {failures[:3]}"
