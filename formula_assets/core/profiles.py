@@ -186,3 +186,34 @@ def get_profile(name: str = DEFAULT_PROFILE) -> Profile:
 def joined_models(name: str) -> list[str]:
     """The model names a setting joins with `+` (one name: itself)."""
     return [part.strip() for part in name.split(MODEL_SEPARATOR)]
+
+
+def markdown_table() -> str:
+    """Every setting of every profile, as the table of docs/profiles.md (a test keeps the two
+    equal): the values a reader is told are the values that train."""
+    names = list(PROFILES)
+    lines = [
+        "| setting | " + " | ".join(f"`{n}`" for n in names) + " |",
+        "|---|" + "---|" * len(names),
+    ]
+    flat = {n: _flatten(PROFILES[n].as_dict()) for n in names}
+    for key in flat[names[0]]:
+        if key == "name":
+            continue
+        cells = [_cell(flat[n][key]) for n in names]
+        lines.append(f"| `{key}` | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def _flatten(values: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in values.items():
+        if isinstance(value, dict) and value and key != "extra":
+            out.update(_flatten(value, f"{prefix}{key}."))
+        else:
+            out[f"{prefix}{key}"] = value
+    return out
+
+
+def _cell(value: Any) -> str:
+    return "—" if value is None or value == {} else f"`{value!r}`"

@@ -1,11 +1,22 @@
 """Profiles, and the one embedding model a profile's settings name."""
 
+import dataclasses
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
-from formula_assets.core.profiles import DEFAULT_EMBEDDING_MODEL, PROFILES, get_profile
+from formula_assets.core import profiles
+from formula_assets.core.profiles import (
+    DEFAULT_EMBEDDING_MODEL,
+    PROFILES,
+    MethodSettings,
+    Profile,
+    get_profile,
+)
 from formula_assets.core.settings import Settings, vectors_problem
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def under(profile: str, **variables: str) -> Settings:
@@ -89,6 +100,16 @@ def test_the_profiles_are_what_docs_training_md_says() -> None:
     assert paper.graph_text_cl.readout == "mean" and paper.graph_text_cl.runs == 1
     # one torch thread per worker process here; the paper profile (a GPU's) leaves torch its own
     assert paper.torch_threads == 0 and default.torch_threads == 1
+
+
+def test_docs_profiles_md_lists_every_value_of_every_profile() -> None:
+    """The reader's table is the profiles' own values, every field (the ones above too)."""
+    table = profiles.markdown_table()
+    assert table in (ROOT / "docs" / "profiles.md").read_text()
+    rows = table.splitlines()[2:]
+    fields = len(dataclasses.fields(MethodSettings))
+    assert len(rows) == 3 * fields + len(dataclasses.fields(Profile)) - 4  # less name + 3 methods
+    assert "| `sbert_dual_cl.learning_rate` | `0.003` | `0.001` | `0.001` | `0.0005` |" in rows
 
 
 def test_a_profile_gives_each_methods_settings_and_refuses_others() -> None:
