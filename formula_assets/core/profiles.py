@@ -1,10 +1,10 @@
 """Training profiles: how much compute the alignment models get, with fixed, recorded seeds.
 
 * `smoke`: seconds; for tests and demos. Proves the wiring, not the science.
-* `default`: the best a 2-core CPU does in minutes (8.5 min cold before the fine-tuned
-  encoder, whose five folds add about 3 minutes of one core each: docs/performance.md).
-* `large`: the strongest this CPU trains in a quarter of an hour: both packaged sentence
-  models side by side and a wider graph encoder.
+* `default`: the best a 2-core CPU does in minutes (19 min cold, ten of them the fine-tuned
+  encoder's five folds: docs/performance.md).
+* `large`: the strongest this CPU trains (21 min cold before the fine-tuned encoder): both
+  packaged sentence models side by side and a wider graph encoder.
 * `paper`: the paper's settings — 200 epochs, hidden 768, all-mpnet-base-v2 — for a GPU.
 """
 
