@@ -20,14 +20,12 @@ import numpy as np
 from upath import UPath
 
 from benchmarks.common import RESULTS, print_table, write_result
-from benchmarks.training import _tables
+from benchmarks.training import held_out_scores, lake_alignment_data
 from formula_assets.core import lake
 from formula_assets.core.profiles import get_profile
 from formula_assets.core.protocol import DIRECTIONS, FOLDS
 from formula_assets.core.settings import Settings
-from formula_assets.evaluation.ranking import CosineScorer, gold_ranks
 from formula_assets.methods import registry
-from formula_assets.training.data import alignment_data
 from formula_assets.training.fold import train_fold
 
 METHOD = "graph_text_cl"
@@ -114,31 +112,18 @@ def _token_table():
 def _train(job: tuple) -> dict:
     name, fold, overrides = job
     os.environ["OMP_NUM_THREADS"] = "1"
-    t = _tables()
-    data = alignment_data(
-        t["cv_folds"],
-        t["opt_graphs"],
-        t["semantic_embeddings"],
-        t["opt_text_embeddings"],
-        _token_table(),
-    )
+    data = lake_alignment_data(tokens=_token_table())
     default = get_profile("default")
     profile = dataclasses.replace(default, **{METHOD: dataclasses.replace(BASE, **overrides)})
     started = time.perf_counter()
     model = train_fold(registry.trained_method(METHOD), fold, data, profile)
-    _, structural, semantic = model.split_vectors("test")
-    scorer = CosineScorer(structural, semantic)
-    test = {
-        DIRECTIONS[0]: gold_ranks(scorer).summary(),
-        DIRECTIONS[1]: gold_ranks(scorer.reverse()).summary(),
-    }
     return {
         "variant": name,
         "fold": fold,
         "validation_mrr": model.description.best_validation_mrr,
         "best_epoch": model.description.best_epoch,
         "seconds": time.perf_counter() - started,
-        "test": test,
+        "test": held_out_scores(model),
         "unseen_test_tokens": model.description.unseen_test_tokens,
     }
 

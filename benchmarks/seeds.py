@@ -22,36 +22,20 @@ import time
 import numpy as np
 
 from benchmarks.common import print_table, write_result
-from benchmarks.training import _tables
+from benchmarks.training import held_out_scores, lake_alignment_data
 from formula_assets.core.profiles import get_profile
 from formula_assets.core.protocol import DIRECTIONS, FOLDS
-from formula_assets.evaluation.ranking import CosineScorer, gold_ranks
 from formula_assets.methods import registry
-from formula_assets.training.data import alignment_data
 from formula_assets.training.fold import train_fold
 
 
 def _train(job: tuple[str, str, int, int]) -> dict:
     profile_name, method, fold, offset = job
     os.environ["OMP_NUM_THREADS"] = "1"
-    t = _tables()
-    data = alignment_data(
-        t["cv_folds"],
-        t["opt_graphs"],
-        t["semantic_embeddings"],
-        t["opt_text_embeddings"],
-        t["opt_token_embeddings"],
-        t["concept_annotations"],
-    )
+    data = lake_alignment_data()
     profile = dataclasses.replace(get_profile(profile_name), seed=offset, torch_threads=1)
     started = time.perf_counter()
     model = train_fold(registry.trained_method(method), fold, data, profile)
-    _, structural, semantic = model.split_vectors("test")
-    scorer = CosineScorer(structural, semantic)
-    test = {
-        DIRECTIONS[0]: gold_ranks(scorer).summary(),
-        DIRECTIONS[1]: gold_ranks(scorer.reverse()).summary(),
-    }
     return {
         "method": method,
         "fold": fold,
@@ -59,7 +43,7 @@ def _train(job: tuple[str, str, int, int]) -> dict:
         "seed": model.description.seed,
         "validation_mrr": model.description.best_validation_mrr,
         "seconds": round(time.perf_counter() - started, 1),
-        "test": {d: {k: test[d][k] for k in ("recall_at_10", "mrr")} for d in DIRECTIONS},
+        "test": held_out_scores(model),
     }
 
 

@@ -15,6 +15,7 @@ import multiprocessing
 import os
 import time
 
+import pyarrow as pa
 from upath import UPath
 
 from benchmarks.common import print_table, write_result
@@ -22,9 +23,11 @@ from formula_assets.core import lake
 from formula_assets.core.profiles import Profile, get_profile
 from formula_assets.core.protocol import DIRECTIONS, FOLDS
 from formula_assets.core.settings import Settings
+from formula_assets.evaluation.ranking import CosineScorer, gold_ranks
 from formula_assets.evaluation.retrieval import PAPER_TABLE_2, evaluate, table_2
 from formula_assets.methods import registry
-from formula_assets.training.data import alignment_data
+from formula_assets.training.artifacts import TrainedModel
+from formula_assets.training.data import AlignmentData, alignment_data
 from formula_assets.training.fold import train_fold
 
 
@@ -53,19 +56,36 @@ def _capped(profile: str, threads: int, epochs: int | None) -> Profile:
     return dataclasses.replace(chosen, **capped)
 
 
-def _train(job: tuple):
-    method, fold, profile, threads, *rest = job
-    epochs = rest[0] if rest else None
-    os.environ["OMP_NUM_THREADS"] = str(threads)
+def lake_alignment_data(tokens: pa.Table | None = None) -> AlignmentData:
+    """What `fold_models` trains on, read from the data lake (`tokens`: another token table)."""
     t = _tables()
-    data = alignment_data(
+    return alignment_data(
         t["cv_folds"],
         t["opt_graphs"],
         t["semantic_embeddings"],
         t["opt_text_embeddings"],
-        t["opt_token_embeddings"],
+        t["opt_token_embeddings"] if tokens is None else tokens,
         t["concept_annotations"],
     )
+
+
+def held_out_scores(model: TrainedModel) -> dict[str, dict[str, float]]:
+    """A trained model's test fold as Table 2 scores a trained method (plain cosine): R@10
+    and MRR per direction."""
+    _, structural, semantic = model.split_vectors("test")
+    scorer = CosineScorer(structural, semantic)
+    summaries = {
+        DIRECTIONS[0]: gold_ranks(scorer).summary(),
+        DIRECTIONS[1]: gold_ranks(scorer.reverse()).summary(),
+    }
+    return {d: {k: summaries[d][k] for k in ("recall_at_10", "mrr")} for d in DIRECTIONS}
+
+
+def _train(job: tuple):
+    method, fold, profile, threads, *rest = job
+    epochs = rest[0] if rest else None
+    os.environ["OMP_NUM_THREADS"] = str(threads)
+    data = lake_alignment_data()
     started = time.perf_counter()
     chosen = _capped(profile, threads, epochs)
     model = train_fold(registry.trained_method(method), fold, data, chosen)
