@@ -28,11 +28,12 @@ def every_formula_has_both_vectors(
     )
 
 
-# metric → (low, high), inclusive; a metric missing here only has to be finite.
+# metric → (low, high), inclusive, the values each metric can take at all (a standard deviation
+# of values in [−1, 1] is at most 1); a metric missing here only has to be finite.
 METRIC_RANGES: dict[str, tuple[float, float]] = {
     "mean_cosine": (-1, 1),
     "median_cosine": (-1, 1),
-    "std_cosine": (0, 2),
+    "std_cosine": (0, 1),
     "rsa_spearman": (-1, 1),
     "rsa_p_value": (0, 1),
     "procrustes_error": (0, 1),
@@ -46,7 +47,7 @@ METRIC_RANGES: dict[str, tuple[float, float]] = {
     "recall_at_10": (0, 1),
     "permutation_p_value": (0, 1),
     "permutation_null_mean": (-1, 1),
-    "permutation_null_std": (0, 2),
+    "permutation_null_std": (0, 1),
 }
 
 
