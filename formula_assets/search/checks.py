@@ -6,7 +6,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from formula_assets.core.checks import Outcome
+from formula_assets.core.checks import SAMPLE, Outcome
 from formula_assets.methods import registry
 from formula_assets.search.layout import index_summary
 
@@ -38,5 +38,5 @@ def index_complete(table: pa.Table) -> Outcome:
         "every fold indexes every method over the same formulae, vectors finite"
         if not problems
         else f"{len(problems)} problem(s): {problems[0]}",
-        {"problems": problems[:10], "folds": folds},
+        {"problems": problems[:SAMPLE], "folds": folds},
     )

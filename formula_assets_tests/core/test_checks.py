@@ -5,7 +5,7 @@ import pyarrow as pa
 import pytest
 
 from formula_assets.core.arrow import embedding_table, with_expected_dimension
-from formula_assets.core.checks import vectors_valid
+from formula_assets.core.checks import SAMPLE, vectors_valid
 
 
 def vectors(matrix, declared: int | None = 3, column: str = "embedding") -> pa.Table:
@@ -63,6 +63,23 @@ def test_the_declared_width_must_be_recorded_and_met() -> None:
     assert not missing.passed and missing.description == "no expected dimension recorded"
     wrong = vectors_valid(vectors(GOOD, declared=2))
     assert not wrong.passed and wrong.description == "vectors have 3 dimensions, expected 2"
+
+
+def test_a_missing_component_is_a_non_finite_vector() -> None:
+    column = pa.array([[1.0, None, 3.0], [1.0, 2.0, 3.0]], pa.list_(pa.float32(), 3))
+    table = with_expected_dimension(pa.table({"qid": ["Q1", "Q2"], "embedding": column}), 3)
+    result = vectors_valid(table)
+    assert not result.passed and result.description == "1 vectors with NaN or inf"
+
+
+def test_a_check_lists_ten_offending_formulae_at_most() -> None:
+    """Every rule's sample is `SAMPLE` long at most (the UI shows it whole)."""
+    from formula_assets.ingest.checks import unique_qids
+
+    qids = [f"Q{i:02}" for i in range(12)]
+    table = pa.table({"qid": qids + qids})
+    assert SAMPLE == 10
+    assert unique_qids(table).metadata["sample"] == qids[:10]
 
 
 def test_null_vectors_fail() -> None:

@@ -110,3 +110,13 @@ def test_one_fold_reads_back_as_matrices_per_method() -> None:
         serving_vectors(table, 4)
     assert index_summary(table.schema)["serving_fold"] == 1
     assert index_summary(pa.schema([])) == {}
+
+
+def test_the_problems_listed_are_ten_at_most() -> None:
+    parts = complete(folds=tuple(range(1, 13)))
+    for r in parts:
+        r["structural"] = [np.nan, 0.0]
+    result = index_complete(index(parts))
+    problems = result.metadata["problems"]
+    assert len(problems) == 10 and problems[0].startswith("fold 1 ")
+    assert result.description.startswith(f"{len(registry.indexed()) * 12} problem(s): fold 1")
