@@ -11,6 +11,8 @@ from formula_assets.search.checks import index_complete
 from formula_assets.search.layout import (
     INDEX_SCHEMA,
     METADATA_KEY,
+    SEMANTIC,
+    STRUCTURAL,
     index_summary,
     serving_vectors,
 )
@@ -102,6 +104,9 @@ def test_one_fold_reads_back_as_matrices_per_method() -> None:
     structural, semantic = fold.spaces[second]
     np.testing.assert_array_equal(structural, [[11.0, 11.0], [12.0, 12.0], [13.0, 13.0]])
     np.testing.assert_array_equal(semantic, -structural)
+    # the names of the two sides, as the searcher reads a space
+    assert fold.spaces[second][STRUCTURAL] is structural
+    assert fold.spaces[second][SEMANTIC] is semantic
     np.testing.assert_allclose(fold.hubness[first][0], [0.0, 0.1, 0.2])
     np.testing.assert_allclose(fold.hubness[first][1], [0.0, 0.2, 0.4])
     assert fold.weights == {first: 0.25} and fold.hubness_k == 5
