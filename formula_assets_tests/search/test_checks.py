@@ -125,3 +125,11 @@ def test_the_problems_listed_are_ten_at_most() -> None:
     problems = result.metadata["problems"]
     assert len(problems) == 10 and problems[0].startswith("fold 1 ")
     assert result.description.startswith(f"{len(registry.indexed()) * 12} problem(s): fold 1")
+
+
+def test_a_fold_of_one_formula_reads_back() -> None:
+    method = registry.indexed()[0]
+    fold = serving_vectors(index(rows(1, method, QIDS[:1], width=3)), 1)
+    assert fold.qids == ["Q1"]
+    assert fold.spaces[method][STRUCTURAL].shape == (1, 3)
+    assert fold.spaces[method][SEMANTIC].shape == (1, 3)
