@@ -552,3 +552,170 @@ def test_memory_stays_flat(tmp_path: Path) -> None:
 
     assert small_count == large_count == 1
     assert large_peak - small_peak < 1_000_000, (small_peak, large_peak)
+
+
+# --- what a read counts and says ------------------------------------------------------------------
+
+
+def test_lines_entities_and_parsed_lines_are_counted(tmp_path: Path) -> None:
+    """Of the sample's 13 content lines, 12 are entities (one is malformed); 9 went through
+    json.loads: the property P2534 and the five formula lines (the marker is in them), and the
+    three concepts needed and not yet found (Q12, Q13, Q15). The quick path skips Q11 and Q16
+    (met before an item needed them), Q400 and Q999."""
+    scan = scan_dump(_write(tmp_path / "d.json", _sample_lines()), now=lambda: NOW)
+    assert (scan.lines, scan.entity_lines, scan.parsed_lines, scan.bad_lines) == (15, 12, 9, 1)
+    bare = scan_dump(_write(tmp_path / "b.json", _sample_lines(), brackets=False), now=lambda: NOW)
+    assert (bare.lines, bare.entity_lines, bare.parsed_lines) == (13, 12, 9)
+
+
+def test_five_bad_lines_are_logged_and_all_are_counted(tmp_path: Path) -> None:
+    good = _line(_entity("Q7", "x", None, {"P2534": [_formula("y = x")]}))
+    bad = [f'{{"broken": {n}' for n in range(7)]
+    messages: list[str] = []
+    scan = scan_dump(_write(tmp_path / "d.json", [good, *bad]), messages.append, lambda: NOW)
+    skipped = [m for m in messages if m.startswith("dump line ")]
+    assert len(skipped) == 5 and skipped[0].startswith("dump line 3 skipped: not JSON")
+    assert scan.bad_lines == 7 and "7 malformed dump line(s) skipped" in scan.notes
+
+
+@pytest.mark.parametrize(("length", "shown"), [(80, "x" * 80), (81, "x" * 80 + "…")])
+def test_a_bad_line_is_shown_cut_at_80_characters(tmp_path: Path, length: int, shown: str) -> None:
+    good = _line(_entity("Q7", "x", None, {"P2534": [_formula("y = x")]}))
+    messages: list[str] = []
+    scan_dump(_write(tmp_path / "d.json", [good, "x" * length]), messages.append, lambda: NOW)
+    assert any(m.endswith(f": {shown!r}") for m in messages), messages
+
+
+@pytest.mark.parametrize("line", ["[1, 2]", '{"type": "item"}', '{"id": 7}', '"Q7"'])
+def test_json_that_is_not_an_entity_is_a_bad_line(tmp_path: Path, line: str) -> None:
+    good = _line(_entity("Q7", "x", None, {"P2534": [_formula("y = x")]}))
+    messages: list[str] = []
+    scan = scan_dump(_write(tmp_path / "d.json", [good, line]), messages.append, lambda: NOW)
+    assert scan.bad_lines == 1
+    assert any("skipped: JSON but not an entity (no id)" in m for m in messages)
+
+
+def test_progress_every_must_be_positive(tmp_path: Path) -> None:
+    path = _write(tmp_path / "d.json", _sample_lines())
+    for every in (0, -5):
+        with pytest.raises(ValueError, match="progress_every must be positive"):
+            scan_dump(path, progress_every=every)
+    messages: list[str] = []
+    scan_dump(path, messages.append, lambda: NOW, progress_every=1)
+    assert "dump pass 1: 1 lines read, 0 formula items, 0/0 concepts found" in messages
+
+
+def test_progress_is_logged_every_100_000_lines_by_default(tmp_path: Path) -> None:
+    filler = '{"type":"item","id":"Q5"}'
+    item = _line(_entity("Q7", "x", None, {"P2534": [_formula("y = x")]}))
+    messages: list[str] = []
+    path = _write(tmp_path / "d.json", [item] + [filler] * 100_000, brackets=False)
+    scan_dump(path, messages.append, lambda: NOW)
+    progress = [m for m in messages if m.startswith("dump pass 1:")]
+    assert progress == ["dump pass 1: 100,000 lines read, 1 formula items, 0/0 concepts found"]
+
+
+def test_a_truncated_dump_is_an_error_by_default_in_both_readers(tmp_path: Path) -> None:
+    path = _write(tmp_path / "d.json", _sample_lines())
+    path.write_text(path.read_text().rsplit("\n", 3)[0] + "\n")  # cut before the closing ']'
+    for reader in (scan_dump, dump_records):
+        with pytest.raises(DumpError, match="truncated dump"):
+            reader(path)
+
+
+def test_a_conversion_without_a_math_element_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    for returned in ("", "<mrow/>", None):
+        monkeypatch.setattr(dump_module.converter, "convert", lambda _tex, r=returned: r)
+        assert tex_to_mathml("x") == (None, "latex2mathml returned no <math> element")
+
+
+def test_concepts_given_by_numeric_id_only_and_values_that_are_not_items(tmp_path: Path) -> None:
+    """Older dumps give an item value as `numeric-id` only; a property value is no concept."""
+
+    def part(value: Json, symbol: str) -> Json:
+        snak = {
+            "snaktype": "value",
+            "property": "P527",
+            "datavalue": {"value": value, "type": "wikibase-entityid"},
+        }
+        return _statement(snak, [_math_snak("P7235", symbol)])
+
+    item = _entity(
+        "Q7",
+        "x",
+        None,
+        {
+            "P2534": [_formula("y = x + z")],
+            "P527": [
+                part({"entity-type": "item", "numeric-id": 8}, "x"),
+                part({"entity-type": "property", "numeric-id": 9}, "y"),
+                part({"entity-type": "item", "id": "P31"}, "z"),
+                part({"entity-type": "item"}, "w"),
+            ],
+        },
+    )
+    path = _write(tmp_path / "d.json", [_line(item), _line(_entity("Q8", "ex", "a variable"))])
+    (record,) = dump_records(path, now=lambda: NOW)
+    assert record.concepts == [Concept("Q8", "ex", "a variable", convert("x"))]
+    assert record.notes == ["P527 statement with a symbol but no item value skipped"]
+
+
+def test_formula_statements_without_a_value_say_so(tmp_path: Path) -> None:
+    not_text = _statement(
+        {"snaktype": "value", "property": "P2534", "datavalue": {"value": {"tex": "x"}}}
+    )
+    unknown = _entity("Q7", "x", None, {"P2534": [_statement(_unknown("P2534"))]})
+    odd = _entity("Q8", "y", None, {"P2534": [not_text]})
+    records = dump_records(
+        _write(tmp_path / "d.json", [_line(unknown), _line(odd)]), now=lambda: NOW
+    )
+    assert [r.notes for r in records] == [
+        ["unknown-value defining formula skipped", "no defining formula value"],
+        [
+            "defining formula statement without a TeX string value skipped",
+            "no defining formula value",
+        ],
+    ]
+    assert all(r.tex is None and r.mathml is None for r in records)
+
+
+def test_a_symbol_that_is_not_text_is_skipped_with_a_note(tmp_path: Path) -> None:
+    number = {"snaktype": "value", "property": "P7235", "datavalue": {"value": 5}}
+    item = _entity(
+        "Q7",
+        "x",
+        None,
+        {"P2534": [_formula("y = x")], "P527": [_statement(_item_snak("P527", "Q8"), [number])]},
+    )
+    path = _write(tmp_path / "d.json", [_line(item), _line(_entity("Q8", "ex", None))])
+    (record,) = dump_records(path, now=lambda: NOW)
+    assert record.concepts == [] and record.notes == ["non-text symbol of Q8 skipped"]
+
+
+def test_a_concepts_converted_symbols_come_before_its_unconverted_ones(tmp_path: Path) -> None:
+    item = _entity(
+        "Q7",
+        "x",
+        None,
+        {"P2534": [_formula("y = x")], "P527": [_part("Q8", "x^"), _part("Q8", "x")]},
+    )
+    path = _write(tmp_path / "d.json", [_line(item), _line(_entity("Q8", "ex", None))])
+    (record,) = dump_records(path, now=lambda: NOW)
+    assert [c.symbol_mathml for c in record.concepts] == [convert("x"), None]
+
+
+def test_a_bad_line_met_again_in_the_second_pass_is_passed_over(tmp_path: Path) -> None:
+    concept = _line(_entity("Q8", "ex", "a variable"))  # before the item: found in pass 2
+    item = _line(
+        _entity("Q7", "x", None, {"P2534": [_formula("y = x")], "P527": [_part("Q8", "x")]})
+    )
+    scan = scan_dump(_write(tmp_path / "d.json", [concept, "garbage", item]), now=lambda: NOW)
+    assert scan.second_pass and scan.bad_lines == 1
+    assert scan.records[0].concepts == [Concept("Q8", "ex", "a variable", convert("x"))]
+
+
+def test_an_archive_unreadable_from_the_start_says_line_0(tmp_path: Path) -> None:
+    path = tmp_path / "dump.json.bz2"
+    path.write_bytes(b"not bzip2 at all")
+    with pytest.raises(DumpError, match="unreadable after line 0:"):
+        dump_records(path)
