@@ -201,7 +201,10 @@ def _method_sources(entries: tuple[str, ...]) -> str:
     packages are imported), so an edit to a method defined outside the package is seen."""
     digest = hashlib.sha256()
     for entry in entries:
-        spec = importlib.util.find_spec(entry.partition(":")[0])
+        try:
+            spec = importlib.util.find_spec(entry.partition(":")[0])
+        except ModuleNotFoundError:  # its package is missing: the registry's import says so
+            spec = None
         origin = Path(spec.origin) if spec and spec.origin else None
         source = origin.read_bytes() if origin and origin.is_file() else b""
         digest.update(f"{entry}\0{len(source)}\0".encode() + source)

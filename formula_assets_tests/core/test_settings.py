@@ -423,3 +423,9 @@ def test_the_extra_methods_fingerprint_follows_their_module_source(
     assert fingerprint(("sys:path",)) != fingerprint(("no_such_module_anywhere:Mine",))
     # other settings enter code versions as their text
     assert settings.BY_NAME["profile"].fingerprint("paper") == "paper"
+
+
+def test_an_extra_method_in_a_missing_package_leaves_the_error_to_the_import() -> None:
+    """The fingerprint reads no source for it; the registry's import names the module."""
+    fingerprint = settings.BY_NAME["extra_methods"].fingerprint
+    assert len(fingerprint(("nopkg_formula_assets.mod:Mine",))) == 64
