@@ -5,6 +5,8 @@ The closures expected here come from grimp's import graph, an implementation ind
 the `ast` walk in `core.versioning`. Nothing is materialized.
 """
 
+import dataclasses
+import re
 import shutil
 from pathlib import Path
 
@@ -184,3 +186,202 @@ def test_an_undeclared_setting_is_an_error(copy: Path) -> None:
     folds.write_text(folds.read_text() + '\nRESULT_SETTINGS = ("no_such_setting",)\n')
     with pytest.raises(ValueError, match="no_such_setting"):
         versioning.Versioner(copy).code_version(MODULES["cv_folds"])
+
+
+# ---------------------------------------------------------------- tiny packages, known graphs
+
+
+def package(root: Path, files: dict[str, str]) -> Path:
+    """Writes a package `pkg` under `root` from {relative path: source}; returns its folder."""
+    folder = root / "pkg"
+    for relative, source in files.items():
+        path = folder / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(source)
+    return folder
+
+
+def test_module_names_follow_the_files_and_skip_hidden_and_cache_folders(tmp_path: Path) -> None:
+    root = package(
+        tmp_path,
+        {
+            "__init__.py": "",
+            "a.py": "",
+            "sub/__init__.py": "",
+            "sub/deep/__init__.py": "",
+            "sub/deep/leaf.py": "",
+            ".hidden/x.py": "",
+            "__pycache__/y.py": "",
+            "sub/.venv/z.py": "",
+        },
+    )
+    assert versioning.module_paths(root, "pkg") == {
+        "pkg": root / "__init__.py",
+        "pkg.a": root / "a.py",
+        "pkg.sub": root / "sub" / "__init__.py",
+        "pkg.sub.deep": root / "sub" / "deep" / "__init__.py",
+        "pkg.sub.deep.leaf": root / "sub" / "deep" / "leaf.py",
+    }
+
+
+IMPORT_FORMS = {
+    "__init__.py": "",
+    "base.py": "",
+    "other.py": "",
+    "sub/__init__.py": "from .inner import thing\n",
+    "sub/inner.py": "thing = 1\n",
+    "sub/sibling.py": "from .inner import thing\n",
+    "sub/up.py": "from ..base import x\n",
+    "sub/deep/__init__.py": "",
+    "sub/deep/far.py": "from ...other import y\nfrom .. import inner\n",
+    "plain.py": "import pkg.base\n",
+    "dotted.py": "import os, pkg.sub.inner\n",
+    "from_here.py": "from . import base, other as renamed\n",
+    "name_from_package.py": "from pkg.sub import thing\n",
+    "lazy.py": "def f():\n    class C:\n        def g(self):\n            from pkg import base\n",
+    "self_import.py": "import pkg.self_import\nfrom pkg import base\n",
+    "outside.py": "import json\nfrom collections import abc\n",
+}
+
+
+@pytest.mark.parametrize(
+    ("module", "expected"),
+    [
+        ("pkg", set()),
+        ("pkg.sub", {"pkg.sub.inner"}),  # a package's `.` is the package itself
+        ("pkg.sub.sibling", {"pkg.sub.inner"}),  # a module's `.` is its package
+        ("pkg.sub.up", {"pkg.base"}),  # `..` one package up
+        ("pkg.sub.deep.far", {"pkg.other", "pkg.sub.inner"}),  # `...`, and `from .. import m`
+        ("pkg.plain", {"pkg.base"}),
+        ("pkg.dotted", {"pkg.sub.inner"}),  # not its ancestors: only what is named
+        ("pkg.from_here", {"pkg.base", "pkg.other"}),
+        ("pkg.name_from_package", {"pkg.sub"}),  # a name inside a package: the package
+        ("pkg.lazy", {"pkg.base"}),  # nested in a function and a class
+        ("pkg.self_import", {"pkg.base"}),
+        ("pkg.outside", set()),
+    ],
+)
+def test_every_form_of_import_resolves_to_the_module_it_names(
+    tmp_path: Path, module: str, expected: set[str]
+) -> None:
+    versioner = versioning.Versioner(package(tmp_path, IMPORT_FORMS))
+    info = versioner.module(module)
+    assert info.imports == expected
+    assert info.is_package == (info.path.name == "__init__.py")
+
+
+def test_only_imports_that_run_outside_type_checkers_count(tmp_path: Path) -> None:
+    root = package(
+        tmp_path,
+        {
+            "__init__.py": "",
+            **{f"{m}.py": "" for m in "abcdef"},
+            "typed.py": (
+                "import sys\n"
+                "import typing\n"
+                "from typing import TYPE_CHECKING\n"
+                "if TYPE_CHECKING:\n"
+                "    from pkg import a\n"
+                "if typing.TYPE_CHECKING:\n"
+                "    from pkg import b\n"
+                "else:\n"
+                "    from pkg import c\n"
+                "if TYPE_CHECKING:\n"
+                "    pass\n"
+                "else:\n"
+                "    def lazy():\n"
+                "        import pkg.d\n"
+                "if sys.platform:\n"  # an ordinary condition: both branches may run
+                "    from pkg import e\n"
+                "else:\n"
+                "    import pkg.f\n"
+            ),
+        },
+    )
+    versioner = versioning.Versioner(root)
+    assert versioner.module("pkg.typed").imports == {"pkg.c", "pkg.d", "pkg.e", "pkg.f"}
+
+
+def test_the_closure_is_transitive_survives_cycles_and_stops_at_checks(tmp_path: Path) -> None:
+    root = package(
+        tmp_path,
+        {
+            "__init__.py": "",
+            "asset.py": "from pkg import model, checks\n",
+            "model.py": "from pkg.util import helper\n",
+            "util.py": "import pkg.model\nhelper = 1\n",  # a cycle back to model
+            "checks.py": "import pkg.rules\n",
+            "rules.py": "",
+            "unrelated.py": "import pkg.asset\n",
+        },
+    )
+    versioner = versioning.Versioner(root)
+    assert versioner.closure("pkg.asset") == ["pkg.asset", "pkg.model", "pkg.util"]
+    assert versioner.closure("pkg.util") == ["pkg.model", "pkg.util"]
+    before = versioner.code_version("pkg.asset")
+    for outside_module in ("checks.py", "rules.py", "unrelated.py"):
+        (root / outside_module).write_text("# edited\n" + (root / outside_module).read_text())
+        assert versioning.Versioner(root).code_version("pkg.asset") == before, outside_module
+    (root / "util.py").write_text((root / "util.py").read_text() + "# edited\n")
+    assert versioning.Versioner(root).code_version("pkg.asset") != before
+
+
+@pytest.mark.parametrize(
+    ("module", "expected"),
+    [
+        ("formula_assets.syntax.checks", False),
+        ("formula_assets.defs.checks", False),
+        ("formula_assets.cli", False),
+        ("formula_assets.cli.refresh", False),
+        ("formula_assets.core.versioning", False),
+        ("formula_assets.client", True),  # shares a prefix with `cli`, not a package
+        ("formula_assets.syntax.checks_io", True),
+        ("formula_assets.syntax.opt", True),
+    ],
+)
+def test_is_versioned_is_a_bool_on_the_documented_boundary(module: str, expected: bool) -> None:
+    assert versioning.is_versioned(module) is expected
+
+
+def test_module_infos_are_immutable(tmp_path: Path) -> None:
+    """The versioner caches them: nobody may alter the graph it has read."""
+    info = versioning.Versioner(package(tmp_path, IMPORT_FORMS)).module("pkg.plain")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        info.imports = frozenset()  # type: ignore[misc]
+
+
+def test_settings_declared_with_an_annotation_count(tmp_path: Path) -> None:
+    root = package(
+        tmp_path,
+        {
+            "__init__.py": "",
+            "asset.py": "import pkg.model\nRESULT_SETTINGS: tuple[str, ...] = ('profile',)\n",
+            "model.py": "RESULT_SETTINGS: tuple[str, ...]\nRESULT_SETTINGS = ('styled_letters',)\n",
+            "plain.py": "",
+        },
+    )
+    versioner = versioning.Versioner(root)
+    assert versioner.result_settings("pkg.asset") == ["profile", "styled_letters"]
+    assert versioner.result_settings("pkg.model") == ["styled_letters"]
+    assert versioner.result_settings("pkg.plain") == []
+
+
+@pytest.mark.parametrize("value", ["['profile']", "('profile', 1)", "'profile'"])
+def test_settings_declared_other_than_a_tuple_of_names_are_an_error(
+    tmp_path: Path, value: str
+) -> None:
+    root = package(tmp_path, {"__init__.py": "", "asset.py": f"RESULT_SETTINGS = {value}\n"})
+    with pytest.raises(ValueError, match="must be a tuple of setting names"):
+        versioning.Versioner(root).result_settings("pkg.asset")
+
+
+def test_the_module_level_functions_read_the_installed_package() -> None:
+    """`code_version(__name__)` is what the definitions call; a version is 16 hex characters
+    (64 bits of SHA-256), the width stored versions are compared at, so it may not drift."""
+    module = "formula_assets.core.hashing"
+    versioner = versioning.Versioner(PACKAGE)
+    assert versioning.closure(module) == versioner.closure(module)
+    assert module in versioning.closure(module)
+    version = versioning.code_version(module)
+    assert version == versioner.code_version(module)
+    assert re.fullmatch("[0-9a-f]{16}", version)
