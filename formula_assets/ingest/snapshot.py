@@ -71,7 +71,7 @@ def _hypotheses(row: _Row, known: dict[str, str | None]) -> list[dict[str, str |
     """
     unique = list(dict.fromkeys(row.concepts))
     unknown = [q for q in unique if q not in known]
-    if len(unknown) > 16 or 2 ** len(unknown) > MAX_HYPOTHESES:
+    if 2 ** len(unknown) > MAX_HYPOTHESES:
         return None
     occurrences = Counter(row.concepts)
     fixed_count = sum(occurrences[q] for q in unique if q in known and known[q] is not None)
