@@ -709,7 +709,9 @@ def test_a_bad_line_met_again_in_the_second_pass_is_passed_over(tmp_path: Path) 
     item = _line(
         _entity("Q7", "x", None, {"P2534": [_formula("y = x")], "P527": [_part("Q8", "x")]})
     )
-    scan = scan_dump(_write(tmp_path / "d.json", [concept, "garbage", item]), now=lambda: NOW)
+    filler = _line(_entity("Q5", "filler", None))
+    lines = [filler, "garbage", concept, item]  # pass 2 meets the bad line before the concept
+    scan = scan_dump(_write(tmp_path / "d.json", lines), now=lambda: NOW)
     assert scan.second_pass and scan.bad_lines == 1
     assert scan.records[0].concepts == [Concept("Q8", "ex", "a variable", convert("x"))]
 
