@@ -34,7 +34,8 @@ import numpy as np
 from formula_assets.methods import registry
 from formula_assets.methods.base import LoadedModel
 from formula_assets.search.layout import ServingVectors
-from formula_assets.semantics.annotations import annotation_text, annotation_texts
+from formula_assets.semantics.annotations import annotation_texts
+from formula_assets.semantics.texts import annotation_text
 from formula_assets.syntax.mathml import MathMLError, parse_mathml
 from formula_assets.syntax.schema import SYMBOL
 

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from formula_assets.methods.base import FormulaQuery, LoadedModel, TextQuery, TrainedMethod
-from formula_assets.semantics.annotations import annotation_text
+from formula_assets.semantics.texts import annotation_text
 
 if TYPE_CHECKING:
     import numpy as np

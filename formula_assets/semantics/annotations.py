@@ -8,7 +8,7 @@ item first, then concepts in their stored order, so the same row always gives th
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import pyarrow as pa
@@ -46,16 +46,6 @@ def annotation_texts(row: Mapping[str, Any]) -> list[str]:
             seen.add(key)
             texts.append(text)
     return texts
-
-
-# how annotation texts (item first, then its concepts) become one text, for a model that
-# reads them as one input (the fine-tuned encoder; the audit's concepts for it)
-TEXT_SEPARATOR = "; "
-
-
-def annotation_text(texts: Sequence[str]) -> str:
-    """Annotation texts as one text, in stored order."""
-    return TEXT_SEPARATOR.join(texts)
 
 
 def build_annotations(rows: Iterable[Mapping[str, Any]]) -> pa.Table:

@@ -12,8 +12,8 @@ from formula_assets.core.profiles import get_profile
 from formula_assets.evaluation.ranking import CosineScorer, gold_ranks, normalise_rows
 from formula_assets.methods import registry
 from formula_assets.methods.sbert_finetuned_cl import METHOD, base_folder
-from formula_assets.semantics.annotations import annotation_text
 from formula_assets.semantics.bert import folder_weights
+from formula_assets.semantics.texts import annotation_text
 from formula_assets.training.artifacts import save_model
 from formula_assets.training.data import alignment_data
 from formula_assets.training.fold import train_fold
