@@ -14,6 +14,7 @@ import pytest
 
 from formula_assets.cli.runs import data_versions
 from formula_assets.deploy.local import DeploymentError, postgres_bin
+from formula_assets.methods import registry
 from formula_assets_tests.support.pipeline import SAMPLE
 
 
@@ -58,7 +59,7 @@ def test_distributed_run_spreads_steps_and_equals_refresh(materialized, tmp_path
     workers = {p["worker"] for p in placements}
     assert len(workers) == 2, workers
     training = [p for p in placements if p["step"] == "fold_models"]
-    assert len(training) == 10
+    assert len(training) == 5 * len(registry.trained())
     assert {p["worker"] for p in training} == workers  # the partitions really spread
     assert report["max_concurrent_training"] == 1  # the training pool held
     by_run: dict[str, set[str]] = {}

@@ -87,7 +87,7 @@ def test_each_test_query_is_ranked_on_its_own() -> None:
     changing the other queries leaves a query's scores as they were."""
     rng = np.random.default_rng(2)
     spaces, reference = _members(rng, 20, 1.0), _members(rng, 50, 1.0)
-    choice = EnsembleChoice(dict(zip(MEMBERS, (0.5, 0.3, 0.2), strict=True)), 5)
+    choice = EnsembleChoice({m: (i + 1) / len(MEMBERS) for i, m in enumerate(MEMBERS)}, 5)
     forward, backward = ensemble_scorers(choice, spaces, member_hubness(spaces, reference, 5))
     other = {m: (s.copy(), t.copy()) for m, (s, t) in spaces.items()}
     for structural, semantic in other.values():
