@@ -73,7 +73,4 @@ def test_distributed_run_spreads_steps_and_equals_refresh(materialized, tmp_path
         expected = data_versions(defs, instance)
     assert set(report["data_versions"]) == set(expected)
     different = {k for k in expected if expected[k] != report["data_versions"][k]}
-    # Known, not yet explained: since the fine-tuned encoder's merge the distributed run's
-    # `report` once had another data version than refresh's (every table and model equal).
-    # Every other asset must match; the report's difference is left visible here.
-    assert different <= {"report"}, different
+    assert different == set(), different
