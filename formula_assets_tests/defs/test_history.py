@@ -69,6 +69,7 @@ def test_a_partition_never_built_still_counts(forwards) -> None:
         asset = partitioned({"a": "1", "b": "2", "c": "3"})
         for partition in "ab":
             dg.materialize([asset], instance=instance, partition_key=partition)
-        assert versions(instance, "parts", PARTS.get_partition_keys())[2] != (
-            versions(forwards, "parts", PARTS.get_partition_keys())[2]
+        assert (
+            versions(instance, "parts", PARTS.get_partition_keys())[2]
+            != (versions(forwards, "parts", PARTS.get_partition_keys())[2])
         )
