@@ -286,7 +286,7 @@ class Scripted(nn.Module):
         return x * self.scale
 
 
-def scripted(ranks: list[int], **changes) -> tuple[Scripted, object]:
+def scripted(ranks: list[int], log=None, **changes) -> tuple[Scripted, object]:
     model = Scripted(ranks)
     settings = dataclasses.replace(
         SETTINGS, epochs=len(ranks), weight_decay=0.5, **({"patience": 10} | changes)
@@ -298,6 +298,7 @@ def scripted(ranks: list[int], **changes) -> tuple[Scripted, object]:
         np.arange(N_VALIDATION, SCRIPT_ROWS),
         np.arange(N_VALIDATION),
         settings,
+        log,
     )
     return model, result
 
@@ -333,5 +334,7 @@ def test_early_stopping_waits_patience_epochs_without_gain() -> None:
     assert len(result.history) == 8 and result.stopped_early
     assert result.best_epoch == 5 and result.best_validation_mrr == scripted_mrr(2)
     assert states_equal(model.state_dict(), model.states[5])
-    _, result = scripted([5, 3, 4, 4, 2, 6, 7, 8, 9, 10], patience=1)
+    messages: list[str] = []
+    _, result = scripted([5, 3, 4, 4, 2, 6, 7, 8, 9, 10], patience=1, log=messages.append)
     assert len(result.history) == 3 and result.stopped_early and result.best_epoch == 2
+    assert messages[-1] == "early stop: no validation gain for 1 epochs"
