@@ -2,6 +2,7 @@
 model back, versions are kept and pruned as documented, the pointer and its fallbacks, and the
 model's content hash follows its tensors and vectors only."""
 
+import dataclasses
 import json
 import os
 from pathlib import Path
@@ -20,7 +21,10 @@ from formula_assets.training.artifacts import (
     HISTORY,
     POINTER,
     WEIGHTS,
+    ModelDescription,
     ModelLoadError,
+    RunSummary,
+    SplitSizes,
     TrainedModel,
     content_hash,
     current_version,
@@ -220,3 +224,57 @@ def test_the_content_hash_follows_tensors_and_vectors_only() -> None:
         change(changed)
         changes.append(content_hash(changed))
     assert base not in changes and len(set(changes)) == len(changes)
+
+
+def test_an_untrained_description_says_nothing_was_trained() -> None:
+    untrained = described()
+    assert (untrained.best_epoch, untrained.epochs_run, untrained.runs) == (0, 0, ())
+    assert (untrained.best_validation_mrr, untrained.train_seconds) == (0.0, 0.0)
+    assert not untrained.stopped_early and untrained.torch_threads == 0
+    assert untrained.selection_fraction == 0.0
+    assert (untrained.token_text_dim, untrained.formula_text_dim) == (0, 0)
+    written = untrained.to_json()
+    assert not {"vocabulary", "token_text_dim", "formula_text_dim", "deterministic"} & set(written)
+    assert written["best_epoch"] == 0 and written["stopped_early"] is False
+
+
+def test_the_fine_tuned_encoders_settings_are_written_only_when_set() -> None:
+    written = described().to_json()["settings"]
+    assert not {"base_model", "max_seq_len", "frozen_layers"} & set(written)
+    settings = dataclasses.replace(
+        described().settings, base_model="/models/x", max_seq_len=64, frozen_layers=2
+    )
+    written = dataclasses.replace(described(), settings=settings).to_json()["settings"]
+    assert (written["base_model"], written["max_seq_len"], written["frozen_layers"]) == (
+        "/models/x",
+        64,
+        2,
+    )
+    assert (
+        ModelDescription.from_json(
+            dataclasses.replace(described(), settings=settings).to_json()
+        ).settings
+        == settings
+    )
+
+
+def test_split_sizes_and_run_summaries_are_frozen() -> None:
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        SplitSizes(1, 1, 0, 1).train = 2  # type: ignore[misc]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        RunSummary(1, 1, 0.5, 1, False, 1.0).seed = 2  # type: ignore[misc]
+
+
+def test_a_history_that_is_not_json_is_refused_and_no_version_becomes_current(
+    tmp_path: Path,
+) -> None:
+    unserialisable = model()
+    unserialisable.history = [{"epoch": 1, "when": object()}]
+    with pytest.raises(TypeError, match="not JSON serialisable: object"):
+        save_model(unserialisable, UPath(tmp_path) / "m")
+    with pytest.raises(FileNotFoundError):
+        current_version(UPath(tmp_path) / "m")  # no version became current
+    sets = model()
+    sets.history = [{"epoch": 1, "tokens": {"a"}}]  # a set is written as a list
+    save_model(sets, UPath(tmp_path) / "n")
+    assert load_model(UPath(tmp_path) / "n").history == [{"epoch": 1, "tokens": ["a"]}]
