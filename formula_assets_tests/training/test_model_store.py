@@ -193,9 +193,10 @@ def test_a_load_that_keeps_losing_its_version_gives_up(tmp_path: Path, monkeypat
 
     real = artifacts.current_version
     monkeypatch.setattr(artifacts, "current_version", lambda d: vanishing(real(d)))
-    with pytest.raises(ModelLoadError, match="removed the version being loaded 10 times"):
+    with pytest.raises(ModelLoadError, match="removed the version being loaded 10 times") as e:
         load_model(directory)
     assert len(lost) == 10
+    assert f"({', '.join(lost)})" in str(e.value)  # every version it lost, named
     monkeypatch.undo()
     assert load_model(directory).description.extra["value"] == 1.0
 
@@ -278,3 +279,39 @@ def test_a_history_that_is_not_json_is_refused_and_no_version_becomes_current(
     sets.history = [{"epoch": 1, "tokens": {"a"}}]  # a set is written as a list
     save_model(sets, UPath(tmp_path) / "n")
     assert load_model(UPath(tmp_path) / "n").history == [{"epoch": 1, "tokens": ["a"]}]
+
+
+def pruned_while_read(monkeypatch, directory: UPath, what: str) -> None:
+    """A concurrent prune removes the current version while it is being read: just before
+    the load reads `what` of it, its config.json (removed first) and `what` go."""
+    victim = current_version(directory)
+    real_read, real_parquet = artifacts._read, lake.read_parquet
+
+    def remove() -> None:
+        (victim / CONFIG).unlink(missing_ok=True)
+        (victim / what).unlink(missing_ok=True)
+
+    def read(path: UPath) -> bytes:
+        if path == victim / what:
+            remove()
+        return real_read(path)
+
+    def read_parquet(path: UPath):
+        if path == victim / what:
+            remove()
+        return real_parquet(path)
+
+    monkeypatch.setattr(artifacts, "_read", read)
+    monkeypatch.setattr(artifacts.lake, "read_parquet", read_parquet)
+
+
+@pytest.mark.parametrize("what", [WEIGHTS, EMBEDDINGS])
+def test_a_version_pruned_while_read_is_never_returned(tmp_path: Path, monkeypatch, what) -> None:
+    """The load starts over and returns the newest complete version, whole."""
+    directory = UPath(tmp_path) / "m"
+    save_model(model(1.0), directory)
+    save_model(model(2.0), directory)
+    pruned_while_read(monkeypatch, directory, what)
+    loaded = load_model(directory)
+    assert loaded.description.extra["value"] == 1.0
+    assert loaded.embeddings is not None and loaded.embeddings.equals(model(1.0).embeddings)
