@@ -131,3 +131,15 @@ def test_training_mode_uses_dropout(folder, ids) -> None:
     a = tower.encode(ids)
     b = tower.encode(ids)
     assert a.requires_grad and not torch.allclose(a, b)
+
+
+def test_a_training_batch_is_one_padded_pass_however_large(folder, ids) -> None:
+    """In training (dropout on) a batch of any size runs as one pass over the padded batch:
+    the same dropout draws as pooling it directly, not length-sorted chunks."""
+    tower = SentenceTower(folder).train()
+    many = [ids[i % 4] for i in range(EVAL_CHUNK + 6)]
+    torch.manual_seed(3)
+    encoded = tower.encode(many)
+    torch.manual_seed(3)
+    pooled = tower._pooled(many)
+    assert torch.equal(encoded, pooled)
