@@ -143,3 +143,11 @@ def test_a_training_batch_is_one_padded_pass_however_large(folder, ids) -> None:
     torch.manual_seed(3)
     pooled = tower._pooled(many)
     assert torch.equal(encoded, pooled)
+
+
+def test_inputs_follow_the_tower_to_its_device(folder, ids) -> None:
+    """A tower moved to another device builds its padded inputs there (torch's `meta` device
+    stands in for an accelerator: every machine has it, it computes shapes only)."""
+    tower = SentenceTower(folder).eval().to("meta")
+    encoded = tower.encode(ids)
+    assert encoded.device.type == "meta" and encoded.shape == (4, 8)
