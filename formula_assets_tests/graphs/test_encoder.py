@@ -166,3 +166,99 @@ def test_the_formula_context_reaches_every_node_of_its_own_graph_only(graphs: pa
     assert encoder().formula is None
     with pytest.raises(ValueError, match="2 formula vectors for 3 graphs"):
         to_tensors(arrays, "cpu", formula_vectors=context[:2])
+
+
+def reference_pool(model: GineEncoder, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+    """The module docstring's recipe written out (eval mode): h⁽⁰⁾ = emb_label(token) +
+    emb_type(type) [+ W_text text] [+ W_formula formulâ of its graph]; e = emb_role(role) +
+    emb_pos(position); each layer h ← h + ReLU(LayerNorm(GINE(h, e))); each graph's mean."""
+    h = model.token.weight[batch["tokens"]] + model.node_type.weight[batch["types"]]
+    if "text" in batch:
+        h = h + model.text(batch["text"])
+    if "formula" in batch:
+        unit = batch["formula"] / batch["formula"].norm(dim=1, keepdim=True)
+        h = h + model.formula(unit)[batch["batch"]]
+    e = model.role.weight[batch["edge_role"]] + model.position.weight[batch["edge_position"]]
+    for conv, norm in zip(model.convs, model.norms, strict=True):
+        h = h + torch.relu(norm(conv(h, batch["edge_index"], e)))
+    graph = batch["batch"].tolist()
+    return torch.stack(
+        [
+            h[[i for i, g in enumerate(graph) if g == k]].mean(0)
+            for k in range(int(batch["num_graphs"]))
+        ]
+    )
+
+
+def test_pooling_follows_the_documented_recipe(graphs: pa.Table) -> None:
+    tokens = tokens_of(graphs)
+    text_vocabulary = TokenVocabulary.from_tokens(["[PAD]", "[UNK]", *tokens])
+    table = np.random.default_rng(0).normal(size=(2 + len(tokens), 3)).astype(np.float32)
+    vocabulary = TokenVocabulary.build(graphs["node_tokens"].to_pylist())
+    arrays = graph_arrays(graphs, vocabulary, text_vocabulary)
+    context = np.random.default_rng(1).normal(size=(3, 5)).astype(np.float32) * 4
+    for options, batch in (
+        ({}, to_tensors(arrays, "cpu")),
+        ({"text_dim": 3, "formula_dim": 5}, to_tensors(arrays, "cpu", table, context)),
+    ):
+        model = encoder(len(vocabulary), layers=3, **options)
+        with torch.no_grad():
+            # random embeddings everywhere, so no sum can hide behind a zero
+            for embedding in (model.node_type, model.role, model.position):
+                embedding.weight.normal_()
+            assert torch.allclose(model.pool(batch), reference_pool(model, batch), atol=1e-5)
+            assert torch.allclose(model(batch), model.proj(reference_pool(model, batch)), atol=1e-5)
+
+
+def test_every_child_position_has_its_embedding() -> None:
+    """Positions are clipped to MAX_POSITION, so the table has exactly its rows 0..MAX_POSITION."""
+    from formula_assets.graphs.batch import MAX_POSITION
+
+    assert encoder().position.num_embeddings == MAX_POSITION + 1
+
+
+def test_a_one_node_graph_pools_to_its_node() -> None:
+    h = torch.tensor([[2.0, -4.0], [1.0, 3.0], [5.0, 5.0]])
+    pooled = mean_pool(h, torch.tensor([0, 1, 1]), 2)
+    assert torch.equal(pooled[0], h[0])
+    assert torch.equal(pooled[1], torch.tensor([3.0, 4.0]))
+
+
+def test_padding_stays_zero_and_the_unknown_token_learns() -> None:
+    model = encoder().train()
+    assert torch.equal(model.token.weight[0], torch.zeros(8))
+    assert model.token.weight[UNK_ID].abs().sum() > 0
+    model.token(torch.tensor([0, 1, 1, 5])).sum().backward()
+    grad = model.token.weight.grad
+    assert torch.equal(grad[0], torch.zeros(8)) and grad[1].abs().sum() > 0
+
+
+def test_dropped_tokens_become_the_vocabularys_unknown_token() -> None:
+    unknown = TokenVocabulary.build([["a"]]).ids(["never seen"])[0]
+    model = encoder(token_dropout=1.0).train()
+    tokens = torch.tensor([0, 1, 2, 3, 7])
+    assert model._tokens(tokens).tolist() == [0, unknown, unknown, unknown, unknown]
+
+
+def test_without_token_dropout_no_random_number_is_drawn() -> None:
+    """Models trained before token dropout existed train bit for bit as they did."""
+    model = encoder(token_dropout=0.0).train()
+    state = torch.random.get_rng_state()
+    model._tokens(torch.tensor([0, 1, 2, 3]))
+    assert torch.equal(torch.random.get_rng_state(), state)
+
+
+def test_the_defaults_are_the_papers_encoder_and_the_dual_encoders_head() -> None:
+    """Two stacked GINE layers, mean readout, no dropout of any kind; the formula head as wide
+    and as dropped as sbert_dual_cl's heads in the default profile."""
+    from formula_assets.core.profiles import get_profile
+    from formula_assets.graphs.encoder import HEAD_DROPOUT, HEAD_HIDDEN
+
+    model = GineEncoder(10)
+    assert len(model.convs) == 2 and model.readout == "mean"
+    assert model.dropout.p == 0.0 and model.token_dropout == 0.0
+    assert model.text is None and model.formula is None and model.formula_head is None
+    dual = get_profile("default").sbert_dual_cl
+    assert (dual.hidden, dual.dropout) == (HEAD_HIDDEN, HEAD_DROPOUT)
+    head = GineEncoder(10, readout="mean+formula", formula_dim=4).formula_head
+    assert head[0].out_features == dual.hidden and head[2].p == dual.dropout

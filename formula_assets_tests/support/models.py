@@ -54,3 +54,34 @@ def fine_tune_in_place(folder: Path, scale: float = 0.05, replace: bool = False)
             file.write(data)
     restore()
     assert weights.stat().st_size == size
+
+
+def tiny_bert(target: Path, layers: int = 3, width: int = 8, seed: int = 0) -> Path:
+    """A sentence-transformers folder of a BERT a few numbers wide (randomly initialised, the
+    packaged model's tokenizer): the real architecture and files, trained in milliseconds."""
+    import torch
+    from safetensors.torch import save_file
+
+    from formula_assets.semantics.bert import BertEncoder
+
+    target.mkdir(parents=True)
+    config = {
+        "hidden_size": width,
+        "num_attention_heads": 2,
+        "intermediate_size": 2 * width,
+        "num_hidden_layers": layers,
+        "max_position_embeddings": 64,
+        "vocab_size": 30522,
+        "type_vocab_size": 2,
+        "layer_norm_eps": 1e-12,
+        "hidden_dropout_prob": 0.1,
+        "attention_probs_dropout_prob": 0.1,
+        "model_type": "bert",
+    }
+    (target / "config.json").write_text(json.dumps(config), "utf-8")
+    (target / "sentence_bert_config.json").write_text('{"max_seq_length": 32}', "utf-8")
+    shutil.copy(packaged_default_path() / "tokenizer.json", target / "tokenizer.json")
+    torch.manual_seed(seed)
+    state = {k: v.contiguous() for k, v in BertEncoder(config).state_dict().items()}
+    save_file(state, str(target / "model.safetensors"))
+    return target

@@ -1,0 +1,141 @@
+"""`sbert_finetuned_cl`'s hooks on a BERT 8 numbers wide named as its base model: which folder
+it starts from and when that folder is refused, what it reads of the data (tokenised texts, or
+the frozen layers' output), its network and how it encodes queries."""
+
+import dataclasses
+
+import numpy as np
+import pyarrow as pa
+import pytest
+import torch
+
+from formula_assets.core.profiles import get_profile
+from formula_assets.methods import registry
+from formula_assets.methods.base import LoadedModel
+from formula_assets.methods.sbert_finetuned_cl import METHOD, base_folder
+from formula_assets.semantics.identity import folder_hash
+from formula_assets.semantics.packaged import packaged_minilm
+from formula_assets.semantics.texts import annotation_text
+from formula_assets.training.data import AlignmentData
+from formula_assets.training.inputs import FoldRows
+from formula_assets.training.sentence_encoder import HiddenInputs, SentenceTower, TokenInputs
+from formula_assets.training.sentence_encoder import token_ids as tokenise
+from formula_assets_tests.support.models import tiny_bert
+from formula_assets_tests.training.descriptions import described
+
+LINEARISED = ["power x 2", "group x + z"]
+ANNOTATIONS = [["square of x"], ["sum", "x and z"]]
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory):
+    return tiny_bert(tmp_path_factory.mktemp("bert") / "tiny")
+
+
+def description(folder, frozen: int = 0, settings: dict | None = None, **changes):
+    """The untrained model's description, its settings naming `folder` as the base model."""
+    method_settings = dataclasses.replace(
+        get_profile("smoke").sbert_finetuned_cl,
+        base_model=str(folder),
+        max_seq_len=8,
+        frozen_layers=frozen,
+        runs=1,
+    )
+    return dataclasses.replace(
+        described("sbert_finetuned_cl"),
+        settings=dataclasses.replace(method_settings, **(settings or {})),
+        semantic_dim=8,
+        structural_dim=8,
+        **changes,
+    )
+
+
+DATA = AlignmentData(
+    qids=["Q1", "Q2"],
+    graphs=pa.table({"qid": ["Q1", "Q2"], "linearised_opt": LINEARISED}),
+    semantic=np.zeros((2, 8), np.float32),
+    opt_text=np.zeros((2, 8), np.float32),
+    folds={"Q1": 1, "Q2": 2},
+    annotation_texts=ANNOTATIONS,
+)
+ROWS = FoldRows(np.array([1]), np.array([0]))
+
+
+def test_the_base_folder_is_the_named_one_or_the_packaged_model(folder, tmp_path) -> None:
+    assert base_folder(description(folder)) == folder  # named by the settings
+    recorded = description(folder, settings={"base_model": None}, base_model=str(folder))
+    assert base_folder(recorded) == folder  # named by the trained model's description
+    packaged = description(folder, settings={"base_model": None})
+    assert base_folder(packaged) == packaged_minilm()
+    (tmp_path / "config.json").write_text("{}")
+    with pytest.raises(ValueError, match="lacks one of"):
+        base_folder(description(tmp_path))
+
+
+def test_a_folder_other_than_the_one_trained_from_is_refused(folder) -> None:
+    identity = folder_hash(folder).digest
+    assert base_folder(description(folder, base_model_identity=identity)) == folder
+    with pytest.raises(ValueError, match="retrain it"):
+        base_folder(description(folder, base_model_identity="0" * 64))
+
+
+def test_prepare_records_the_base_model_and_reads_tokenised_texts(folder) -> None:
+    untrained = description(folder)
+    prepared = METHOD.prepare(DATA, ROWS, untrained, "cpu")
+    assert prepared.description.base_model == str(folder)
+    assert prepared.description.base_model_identity == folder_hash(folder).digest
+    assert isinstance(prepared.structural, TokenInputs)
+    assert prepared.structural.ids == tokenise(folder, 8, LINEARISED)
+    semantic = METHOD.semantic_inputs(prepared.description, DATA, "cpu")
+    assert semantic.ids == tokenise(folder, 8, [annotation_text(t) for t in ANNOTATIONS])
+    without = dataclasses.replace(DATA, annotation_texts=None)
+    for read in (
+        lambda: METHOD.prepare(without, ROWS, untrained, "cpu"),
+        lambda: METHOD.semantic_inputs(untrained, without, "cpu"),
+    ):
+        with pytest.raises(ValueError, match="reads the annotation texts"):
+            read()
+
+
+def test_with_frozen_layers_the_inputs_are_their_output(folder) -> None:
+    frozen = description(folder, frozen=2)
+    inputs = METHOD.inputs(frozen, DATA, "cpu")
+    assert isinstance(inputs, HiddenInputs)
+    tower = METHOD.network(frozen)
+    assert tower.frozen_layers == 2
+    expected = tower.lower(tokenise(folder, 8, LINEARISED))
+    assert all(torch.equal(a, b) for a, b in zip(inputs.hidden, expected.hidden, strict=True))
+    semantic = METHOD.semantic_inputs(frozen, DATA, "cpu")
+    assert isinstance(semantic, HiddenInputs) and len(semantic.hidden) == 2
+
+
+def test_queries_are_tokenised_and_encoded_by_the_trained_tower(folder) -> None:
+    described_ = description(folder)
+    tower = SentenceTower(folder).eval()
+    loaded = LoadedModel(described_, tower)
+
+    class Query:
+        text = "sum of x and z"
+
+        def linearised(self) -> str:
+            return "group x + z"
+
+    assert METHOD.query_input(described_, Query()) == tokenise(folder, 8, ["group x + z"])
+    with torch.no_grad():
+        formula = tower.encode(tokenise(folder, 8, ["group x + z"]))[0].numpy()
+        texts = tower.encode(tokenise(folder, 8, ["sum of x and z", "group x + z"])).numpy()
+    assert np.allclose(METHOD.formula_vector(Query(), loaded), formula, atol=1e-6)
+    assert np.allclose(METHOD.text_vector(Query(), loaded), texts[0], atol=1e-6)
+
+    class Other(Query):
+        text = "group x + z"
+
+    assert np.allclose(METHOD.text_vectors([Query(), Other()], loaded), texts, atol=1e-6)
+    with pytest.raises(ValueError, match="encodes queries with its trained model"):
+        METHOD.text_vector(Query(), None)
+
+
+def test_it_is_an_ensemble_member_that_trains_longest() -> None:
+    assert METHOD in registry.ensemble_members()
+    others = [registry.get(m).training_cost for m in registry.trained() if m != METHOD.name]
+    assert METHOD.training_cost > max(others)

@@ -1,0 +1,112 @@
+"""The registry: which names a method may take, what it must be, and how Table 2, the
+ensemble, training and search read the one list (checked on a registry of toy methods)."""
+
+import importlib
+
+import pytest
+
+from formula_assets.core.protocol import ENSEMBLE
+from formula_assets.core.settings import EXTRA_METHODS_ENV
+from formula_assets.evaluation.lineup import Lineup
+from formula_assets.methods import registry
+from formula_assets.methods.base import Method, TrainedMethod
+
+
+def toy(name: object, base: type = Method, **attributes) -> Method:
+    return type("Toy", (base,), {"name": name, **attributes})()
+
+
+# registry order: untrained A (a member), trained B (a member), untrained C (no vectors),
+# trained D (not a member)
+A = toy("a_frozen", ensemble_member=True)
+B = toy("b_trained", TrainedMethod, ensemble_member=True)
+C = toy("c_lexical", indexed=False)
+D = toy("d_trained", TrainedMethod)
+EXTRA = toy("extra_method")
+NOT_A_METHOD = object()
+
+
+@pytest.fixture
+def toys(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A registry holding the four toy methods only (the real one is restored after)."""
+    monkeypatch.setattr(registry, "_REGISTERED", {})
+    for method in (A, B, C, D):
+        assert registry.register(method) is method
+
+
+def test_the_lists_follow_registry_order_and_each_methods_attributes(toys) -> None:
+    assert registry.methods() == (A, B, C, D)
+    assert registry.trained() == ("b_trained", "d_trained")
+    assert registry.table_2() == (A, C, B, D)  # untrained first, then trained
+    assert registry.ensemble_members() == (A, B)
+    assert registry.indexed() == ("a_frozen", "b_trained", "d_trained")
+    assert registry.search_methods() == (ENSEMBLE, "a_frozen", "b_trained", "d_trained")
+    assert registry.lineup() == Lineup(
+        methods=(A, C, B, D), trained=("b_trained", "d_trained"), members=(A, B)
+    )
+
+
+def test_get_and_trained_method(toys) -> None:
+    assert registry.get("c_lexical") is C
+    assert registry.trained_method("d_trained") is D
+    with pytest.raises(ValueError, match="unknown method 'zzz'; choose one of a_frozen, b_trained"):
+        registry.get("zzz")
+    with pytest.raises(ValueError, match="a_frozen is not trained; the trained methods are b_t"):
+        registry.trained_method("a_frozen")
+
+
+@pytest.mark.parametrize("name", ["Upper", "with-dash", "9starts_with_digit", "", 3, None])
+def test_a_name_is_lower_case_letters_digits_and_underscores(toys, name) -> None:
+    with pytest.raises(ValueError, match="a method name is lower-case"):
+        registry.register(toy(name))
+
+
+@pytest.mark.parametrize("name", [ENSEMBLE, "a_frozen", "d_trained"])
+def test_a_name_is_not_taken_twice(toys, name: str) -> None:
+    with pytest.raises(ValueError, match=f"the method name '{name}' is taken"):
+        registry.register(toy(name))
+
+
+def test_what_a_method_must_be(toys) -> None:
+    with pytest.raises(TypeError, match="make it a TrainedMethod"):
+        registry.register(toy("trained_plain", trained=True))
+    with pytest.raises(ValueError, match="an ensemble member has vectors"):
+        registry.register(toy("member_unindexed", ensemble_member=True, indexed=False))
+    # what may be registered: untrained, trained, members with vectors, methods without
+    for method in (
+        toy("plain"),
+        toy("trained_ok", TrainedMethod),
+        toy("member_ok", ensemble_member=True),
+        toy("lexical_ok", indexed=False),
+        toy("trained_member", TrainedMethod, ensemble_member=True),
+    ):
+        assert registry.register(method) is method
+    assert registry.methods()[4:] == tuple(
+        registry.get(n)
+        for n in ("plain", "trained_ok", "member_ok", "lexical_ok", "trained_member")
+    )
+
+
+def test_extra_methods_are_modules_attributes_that_are_methods(toys) -> None:
+    registry._load_extra((f"{__name__}:EXTRA",))
+    assert registry.methods()[-1] is EXTRA
+    for entry in (f"{__name__}:NOT_A_METHOD", f"{__name__}:missing", "json:dumps"):
+        with pytest.raises(TypeError, match=f"{EXTRA_METHODS_ENV}: {entry} is not a method"):
+            registry._load_extra((entry,))
+
+
+def test_the_built_in_methods_come_first() -> None:
+    assert registry.methods()[: len(registry.BUILT_IN)] == registry.BUILT_IN
+
+
+def test_the_environment_names_extra_methods_when_the_registry_is_imported(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv(EXTRA_METHODS_ENV, f"{__name__}:EXTRA")
+    try:
+        importlib.reload(registry)
+        assert registry.methods() == (*registry.BUILT_IN, EXTRA)
+    finally:
+        monkeypatch.delenv(EXTRA_METHODS_ENV)
+        importlib.reload(registry)
+    assert registry.methods() == registry.BUILT_IN

@@ -1,0 +1,26 @@
+"""What a method and the loop exchange: rows of a matrix by index, and frozen records."""
+
+import dataclasses
+
+import numpy as np
+import pytest
+import torch
+
+from formula_assets.training.inputs import FoldRows, MatrixInputs, Prepared
+
+
+def test_matrix_inputs_give_the_rows_asked_for_in_that_order() -> None:
+    matrix = torch.arange(12, dtype=torch.float32).reshape(4, 3)
+    batch = MatrixInputs(matrix).batch(np.array([2, 0, 2]))
+    assert batch.tolist() == [[6, 7, 8], [0, 1, 2], [6, 7, 8]]
+    assert MatrixInputs(matrix).batch([3]).tolist() == [[9, 10, 11]]  # any sequence of ints
+
+
+def test_fold_rows_and_prepared_inputs_cannot_be_reassigned() -> None:
+    """The loop hands them to a method and keeps using them: nobody may swap their rows."""
+    rows = FoldRows(train=np.array([0, 1]), test=np.array([2]))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        rows.train = np.array([2])  # type: ignore[misc]
+    prepared = Prepared(structural=MatrixInputs(torch.zeros(1, 1)), description=None)  # type: ignore[arg-type]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        prepared.description = None  # type: ignore[misc]

@@ -1,0 +1,146 @@
+"""The aligners' parts on tiny inputs: the projection head reads directions only, CLIP's
+temperature and its floor, dropout views, and the seed ensemble's joined vectors."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+from formula_assets.graphs.inputs import GraphInputs
+from formula_assets.graphs.vocabulary import TokenVocabulary
+from formula_assets.syntax.opt import build_opt_graphs
+from formula_assets.training.models import (
+    DualEncoder,
+    GraphTextModel,
+    ProjectionHead,
+    RunAverage,
+    Temperature,
+    views,
+)
+
+GRAPHS = build_opt_graphs(
+    {
+        "Q1": "<math><msup><mi>x</mi><mn>2</mn></msup></math>",
+        "Q2": "<math><mi>x</mi><mo>+</mo><mi>z</mi></math>",
+        "Q3": "<math><mfrac><mi>a</mi><mi>b</mi></mfrac></math>",
+    }.items()
+).graphs
+VOCABULARY = TokenVocabulary.build(GRAPHS["node_tokens"].to_pylist())
+BATCH = GraphInputs(GRAPHS, VOCABULARY, "cpu").batch(np.arange(3))
+
+
+def test_projection_head_reads_the_direction_of_each_vector() -> None:
+    torch.manual_seed(0)
+    head = ProjectionHead(3, 8, 2).eval()
+    x = torch.tensor([[1.0, 2.0, 2.0], [0.0, -3.0, 4.0]])
+    out = head(x)
+    assert out.shape == (2, 2)
+    assert torch.allclose(head(x * torch.tensor([[5.0], [0.2]])), out, atol=1e-6)
+    assert torch.allclose(head.net(x / x.norm(dim=1, keepdim=True)), out, atol=1e-6)
+    assert torch.allclose(head(x[1]), out[1], atol=1e-6)  # one vector alone, as in a batch
+    assert head.net[2].p == 0.1  # the default dropout
+
+
+def tau(temperature: Temperature) -> float:
+    return float(temperature().detach())
+
+
+def test_temperature_starts_at_clips_value_and_is_floored_at_a_hundredth() -> None:
+    assert tau(Temperature()) == pytest.approx(0.07)
+    assert tau(Temperature(0.5)) == pytest.approx(0.5)
+    assert Temperature().log_scale.requires_grad
+    assert not Temperature(learnable=False).log_scale.requires_grad
+    floored = Temperature(0.001)  # below the floor: clamped to 1 / 100
+    assert tau(floored) == pytest.approx(0.01)
+    with torch.no_grad():
+        floored.log_scale.fill_(math.log(50.0))
+    assert tau(floored) == pytest.approx(1 / 50)
+
+
+def test_dual_encoder_sides_and_dropout_views() -> None:
+    torch.manual_seed(0)
+    model = DualEncoder(3, 4, hidden=16, out_dim=2, dropout=0.5)
+    x, y = torch.randn(5, 3), torch.randn(5, 4)
+    model.eval()
+    assert torch.equal(model.encode_structural(x), model.structural(x))
+    assert torch.equal(model.encode_semantic(y), model.semantic(y))
+    a, b = model.structural_views(x)
+    assert torch.equal(a, b) and torch.equal(a, model.encode_structural(x))
+    model.train()
+    a, b = model.structural_views(x)
+    assert a.shape == b.shape == (5, 2) and not torch.equal(a, b)  # independent masks
+    assert tau(model.temperature) == pytest.approx(0.07)
+
+
+def test_views_are_two_calls() -> None:
+    calls = []
+    assert views(lambda v: calls.append(v) or len(calls), "x") == (1, 2)
+    assert calls == ["x", "x"]
+
+
+def test_graph_text_model_defaults_read_tokens_and_types_only() -> None:
+    torch.manual_seed(0)
+    model = GraphTextModel(len(VOCABULARY), 4, hidden=8, out_dim=3, dropout=0.0)
+    assert len(model.graph.convs) == 2  # two GINE layers
+    assert model.graph.text is None and model.graph.formula is None
+    assert model.semantic.net[0].out_features == 8  # the semantic head as wide as `hidden`
+    model.train()  # no dropout anywhere: training mode encodes as eval mode does
+    trained = model.encode_structural(BATCH)
+    model.eval()
+    assert torch.allclose(trained, model.encode_structural(BATCH))
+    assert trained.shape == (3, 3)
+    assert torch.allclose(model.encode_structural(BATCH), model.graph(BATCH))
+    a, b = model.structural_views(BATCH)
+    assert torch.allclose(a, trained) and torch.allclose(b, trained)
+    y = torch.randn(3, 4)
+    assert torch.equal(model.encode_semantic(y), model.semantic(y))
+
+
+def test_graph_text_model_semantic_head_of_its_own() -> None:
+    torch.manual_seed(0)
+    model = GraphTextModel(
+        len(VOCABULARY), 4, 8, 3, dropout=0.2, semantic_hidden=6, semantic_dropout=0.4
+    )
+    assert model.semantic.net[0].out_features == 6
+    assert model.semantic.net[2].p == 0.4
+    assert model.view_dropout.p == 0.2
+    default = GraphTextModel(len(VOCABULARY), 4, 8, 3, dropout=0.2)
+    assert default.semantic.net[2].p == 0.2  # no dropout of its own: the views' dropout
+
+
+def test_graph_text_views_share_one_gine_pass_but_not_the_dropout() -> None:
+    torch.manual_seed(0)
+    model = GraphTextModel(len(VOCABULARY), 4, hidden=8, out_dim=3, dropout=0.5).train()
+    a, b = model.structural_views(BATCH)
+    assert a.shape == b.shape == (3, 3) and not torch.equal(a, b)
+    model.eval()
+    a, b = model.structural_views(BATCH)
+    assert torch.equal(a, b)
+    assert torch.allclose(a, model.graph.proj(model.graph.pool(BATCH)))
+
+
+class Fixed(torch.nn.Module):
+    def __init__(self, structural: torch.Tensor, semantic: torch.Tensor) -> None:
+        super().__init__()
+        self.s, self.m = structural, semantic
+
+    def encode_structural(self, x):
+        return self.s
+
+    def encode_semantic(self, x):
+        return self.m
+
+
+def test_run_average_cosines_are_the_mean_of_the_runs_cosines() -> None:
+    torch.manual_seed(0)
+    runs = [Fixed(torch.randn(3, 4) * 3, torch.randn(3, 4)) for _ in range(3)]
+    average = RunAverage(runs)
+    zs, zm = average.encode_structural(None), average.encode_semantic(None)
+    assert zs.shape == zm.shape == (3, 12)
+    assert torch.allclose(zs.norm(dim=1), torch.ones(3))
+    assert torch.allclose(zm.norm(dim=1), torch.ones(3))
+    expected = sum(F.normalize(r.s, dim=-1) @ F.normalize(r.m, dim=-1).T for r in runs) / 3
+    assert torch.allclose(zs @ zm.T, expected, atol=1e-6)
+    assert len(list(RunAverage(runs).runs)) == 3

@@ -1,0 +1,153 @@
+"""The sentence tower on a BERT 8 numbers wide (the real architecture, files and tokenizer):
+mean pooling over real tokens only, whatever the padding or chunking; frozen layers keep the
+base weights and, run once (`lower`), give what the whole tower gives."""
+
+import numpy as np
+import pytest
+import torch
+
+from formula_assets.semantics.bert import folder_weights
+from formula_assets.training.sentence_encoder import (
+    EVAL_CHUNK,
+    HiddenInputs,
+    SentenceTower,
+    TokenInputs,
+    token_ids,
+)
+from formula_assets_tests.support.models import tiny_bert
+
+TEXTS = ["x squared plus one", "a", "the mass of a body times its acceleration", "e equals m c"]
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory):
+    return tiny_bert(tmp_path_factory.mktemp("bert") / "tiny")
+
+
+@pytest.fixture(scope="module")
+def ids(folder) -> list[list[int]]:
+    return token_ids(folder, 16, TEXTS)
+
+
+def alone(tower: SentenceTower, item: list[int]) -> torch.Tensor:
+    """The mean of the last layer's states of one text's tokens, with no padding anywhere."""
+    with torch.no_grad():
+        hidden = tower.bert.embed(torch.tensor([item]))
+        mask = torch.ones((1, len(item)), dtype=torch.bool)
+        return tower.bert.run_layers(hidden, mask)[0].mean(dim=0)
+
+
+def test_token_ids_are_cls_text_sep_truncated(folder) -> None:
+    ids = token_ids(folder, 16, ["a b", "one " * 40])
+    assert ids[0][0] == 101 and ids[0][-1] == 102 and len(ids[0]) == 4  # [CLS] a b [SEP]
+    assert len(ids[1]) == 16 and ids[1][-1] == 102
+
+
+def test_inputs_give_the_rows_asked_for() -> None:
+    tokens = TokenInputs([[1], [2, 3], [4]])
+    assert tokens.batch(np.array([2, 0])) == [[4], [1]]
+    assert tokens.batch(np.int64(1)) == [[2, 3]]  # one row
+    hidden = HiddenInputs([torch.zeros(1), torch.ones(2), torch.full((3,), 2.0)])
+    assert [h.tolist() for h in hidden.batch(np.array([1, 2]))] == [[1, 1], [2, 2, 2]]
+    assert [h.tolist() for h in hidden.batch(np.int64(0))] == [[0]]
+
+
+def test_the_tower_starts_from_the_folders_weights_all_trainable(folder) -> None:
+    tower = SentenceTower(folder)
+    base = folder_weights(folder)
+    assert all(torch.equal(tower.bert.state_dict()[k], v) for k, v in base.items())
+    assert all(p.requires_grad for p in tower.parameters())
+    assert float(tower.temperature().detach()) == pytest.approx(0.05)  # sentence-transformers' 1/20
+    torch.manual_seed(1)
+    fresh = SentenceTower(folder, pretrained=False)
+    weight = "embeddings.word_embeddings.weight"
+    assert not torch.equal(fresh.bert.state_dict()[weight], base[weight])
+
+
+@pytest.mark.parametrize("frozen", [0, 1, 3])
+def test_frozen_layers_keep_their_weights_fixed(folder, frozen: int) -> None:
+    tower = SentenceTower(folder, frozen)
+    fixed = ["bert.embeddings."] + [f"bert.encoder.layer.{i}." for i in range(frozen)]
+    for name, parameter in tower.named_parameters():
+        expected = not (frozen and any(name.startswith(f) for f in fixed))
+        assert parameter.requires_grad == expected, name
+
+
+@pytest.mark.parametrize("frozen", [-1, 4])
+def test_frozen_layers_must_be_layers_of_the_model(folder, frozen: int) -> None:
+    with pytest.raises(ValueError, match=r"frozen_layers must be 0\.\.3"):
+        SentenceTower(folder, frozen)
+
+
+def test_mean_pooling_reads_real_tokens_only(folder, ids) -> None:
+    tower = SentenceTower(folder).eval()
+    with torch.no_grad():
+        batch = tower.encode(ids)  # padded to the longest
+        single = tower.encode_structural([ids[2]])
+    assert batch.shape == (4, 8)
+    for row, item in enumerate(ids):
+        assert torch.allclose(batch[row], alone(tower, item), atol=1e-5)
+    assert torch.allclose(single[0], alone(tower, ids[2]), atol=1e-5)
+    with torch.no_grad():
+        assert torch.allclose(tower.encode_semantic(ids), batch)
+        one_token = tower.encode([[101]])[0]  # the mean of one token is its state
+    assert torch.allclose(one_token, alone(tower, [101]), atol=1e-5)
+
+
+def test_many_rows_are_encoded_in_chunks_in_input_order(folder, ids) -> None:
+    tower = SentenceTower(folder).eval()
+    many = [[*ids[i % 4][: 2 + i % 5], 102] for i in range(EVAL_CHUNK + 6)]
+    with torch.no_grad():
+        vectors = tower.encode(many)
+    assert vectors.shape == (len(many), 8)
+    for row in (0, 1, 5, EVAL_CHUNK - 1, EVAL_CHUNK, len(many) - 1):
+        assert torch.allclose(vectors[row], alone(tower, many[row]), atol=1e-5)
+
+
+def test_frozen_layers_run_once_give_what_the_whole_tower_gives(folder, ids) -> None:
+    tower = SentenceTower(folder, frozen_layers=2)
+    tower.train()
+    lowered = tower.lower(ids)
+    assert tower.training  # lowering leaves the mode as it was
+    assert [h.shape for h in lowered.hidden] == [(len(i), 8) for i in ids]
+    again = tower.lower(ids)  # eval mode: no dropout, the same states every time
+    assert all(torch.equal(a, b) for a, b in zip(lowered.hidden, again.hidden, strict=True))
+    tower.eval()
+    with torch.no_grad():
+        from_hidden = tower.encode(lowered.hidden)
+        from_ids = tower.encode(ids)
+        single = tower.encode(lowered.batch(np.array([3])))
+    assert torch.allclose(from_hidden, from_ids, atol=1e-5)
+    assert torch.allclose(single[0], from_ids[3], atol=1e-5)
+    many = [lowered.hidden[i % 4] for i in range(EVAL_CHUNK + 3)]
+    with torch.no_grad():
+        chunked = tower.encode(many)
+    assert torch.allclose(chunked[EVAL_CHUNK + 2], from_ids[(EVAL_CHUNK + 2) % 4], atol=1e-5)
+
+
+def test_training_mode_uses_dropout(folder, ids) -> None:
+    tower = SentenceTower(folder).train()
+    torch.manual_seed(0)
+    a = tower.encode(ids)
+    b = tower.encode(ids)
+    assert a.requires_grad and not torch.allclose(a, b)
+
+
+def test_a_training_batch_is_one_padded_pass_however_large(folder, ids) -> None:
+    """In training (dropout on) a batch of any size runs as one pass over the padded batch:
+    the same dropout draws as pooling it directly, not length-sorted chunks."""
+    tower = SentenceTower(folder).train()
+    many = [ids[i % 4] for i in range(EVAL_CHUNK + 6)]
+    torch.manual_seed(3)
+    encoded = tower.encode(many)
+    torch.manual_seed(3)
+    pooled = tower._pooled(many)
+    assert torch.equal(encoded, pooled)
+
+
+def test_inputs_follow_the_tower_to_its_device(folder, ids) -> None:
+    """A tower moved to another device builds its padded inputs there (torch's `meta` device
+    stands in for an accelerator: every machine has it, it computes shapes only)."""
+    tower = SentenceTower(folder).eval().to("meta")
+    encoded = tower.encode(ids)
+    assert encoded.device.type == "meta" and encoded.shape == (4, 8)
