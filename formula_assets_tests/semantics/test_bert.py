@@ -242,3 +242,28 @@ def test_more_shapes_are_refused(tmp_path: Path, edit, reason: str) -> None:
     edit(folder)
     with pytest.raises(Unsupported, match=reason):
         BertSentenceEncoder(folder)
+
+
+def test_a_config_without_the_optional_keys_loads_with_berts_defaults(tmp_path: Path) -> None:
+    """No dropout probabilities: no dropout; no type_vocab_size: BERT's two segment types
+    (the weights have two rows, and load strictly)."""
+    from formula_assets.semantics.bert import BertEncoder, load_encoder
+
+    folder = folder_like_default(tmp_path)
+    config = json.loads((folder / "config.json").read_text())
+    for key in ("hidden_dropout_prob", "attention_probs_dropout_prob", "type_vocab_size"):
+        del config[key]
+    (folder / "config.json").write_text(json.dumps(config))
+    bare = BertEncoder(config)
+    assert (bare.dropout, bare.attention_dropout) == (0.0, 0.0)
+    assert bare.embeddings.token_type_embeddings.num_embeddings == 2
+    load_encoder(folder)
+
+
+def test_without_a_sentence_length_a_wide_position_table_truncates_at_512(tmp_path: Path) -> None:
+    from formula_assets.semantics.bert import folder_tokenizer
+
+    folder = folder_like_default(tmp_path)
+    _merge(folder / "config.json", {"max_position_embeddings": 1024})
+    _merge(folder / "sentence_bert_config.json", {"max_seq_length": None})
+    assert len(folder_tokenizer(folder).encode("energy " * 900).ids) == 512
