@@ -85,7 +85,8 @@ class EmbeddingCache:
                 continue
             hits = table.filter(pc.is_in(table.column("text_hash"), value_set=wanted))
             matrix = vectors(hits.column("embedding"), dimension)
-            found.update(zip(hits.column("text_hash").to_pylist(), matrix, strict=True))
+            for key, vector in zip(hits.column("text_hash").to_pylist(), matrix, strict=True):
+                found.setdefault(key, vector)  # the oldest part's, as compaction keeps
         return found
 
     def put(self, keys: Sequence[str], matrix: np.ndarray) -> None:

@@ -77,3 +77,193 @@ def test_an_extra_module_is_refused(tmp_path: Path) -> None:
     (folder / "modules.json").write_text(json.dumps(modules))
     with pytest.raises(Unsupported, match="Dense"):
         BertSentenceEncoder(folder)
+
+
+def test_a_padded_batch_equals_each_text_alone(encoder) -> None:
+    """The mask keeps the padding out of attention: two texts of different lengths, padded
+    into one batch, give each one's own token states."""
+    import torch
+
+    short, long = (encoder.tokenizer.encode(t).ids for t in ("force", "kinetic energy of a body"))
+    ids = torch.tensor([short + [0] * (len(long) - len(short)), long])
+    mask = torch.tensor(
+        [[True] * len(short) + [False] * (len(long) - len(short)), [True] * len(long)]
+    )
+    with torch.no_grad():
+        batch = encoder.encoder.run_layers(encoder.encoder.embed(ids), mask)
+        alone = encoder.encoder.run_layers(
+            encoder.encoder.embed(torch.tensor([short])),
+            torch.ones(1, len(short), dtype=torch.bool),
+        )
+    assert torch.allclose(batch[0, : len(short)], alone[0], atol=1e-5)
+
+
+def test_layers_run_in_two_parts_equal_all_at_once(encoder) -> None:
+    import torch
+
+    bert = encoder.encoder
+    assert bert.layers == 6
+    ids = torch.tensor([encoder.tokenizer.encode("group E = T + V").ids])
+    mask = torch.ones_like(ids, dtype=torch.bool)
+    with torch.no_grad():
+        h = bert.embed(ids)
+        whole = bert.run_layers(h, mask)
+        parts = bert.run_layers(bert.run_layers(h, mask, 0, 2), mask, 2)
+        first_two = bert.run_layers(h, mask, 0, 2)
+    assert torch.allclose(whole, parts, atol=1e-6)
+    assert not torch.allclose(whole, first_two, atol=1e-3)
+
+
+def test_dropout_acts_in_training_only(encoder) -> None:
+    """The folder's dropout (0.1 in the embeddings, the layers and the attention) makes two
+    training passes differ; in eval mode a pass is deterministic."""
+    import torch
+
+    from formula_assets.semantics.bert import load_encoder
+
+    bert = load_encoder(packaged_default_path())
+    assert (bert.dropout, bert.attention_dropout) == (0.1, 0.1)
+    ids = torch.tensor([encoder.tokenizer.encode("kinetic energy").ids])
+    mask = torch.ones_like(ids, dtype=torch.bool)
+    bert.train()
+    torch.manual_seed(0)
+    with torch.no_grad():
+        embedded = [bert.embed(ids) for _ in range(2)]
+        layered = [bert.run_layers(embedded[0], mask) for _ in range(2)]
+    assert not torch.allclose(*embedded) and not torch.allclose(*layered)
+    bert.eval()
+    with torch.no_grad():
+        assert torch.equal(bert.embed(ids), bert.embed(ids))
+        assert torch.equal(
+            bert.run_layers(bert.embed(ids), mask),
+            encoder.encoder.run_layers(encoder.encoder.embed(ids), mask),
+        )
+
+
+def test_attention_dropout_alone_changes_a_training_pass() -> None:
+    import torch
+
+    from formula_assets.semantics.bert import load_encoder
+
+    bert = load_encoder(packaged_default_path())
+    bert.dropout = 0.0  # only the attention's dropout left
+    bert.train()
+    ids = torch.tensor([[101, 2000, 2001, 2002, 102]])
+    mask = torch.ones_like(ids, dtype=torch.bool)
+    with torch.no_grad():
+        h = bert.embed(ids)
+        assert torch.equal(h, bert.embed(ids))
+        assert not torch.allclose(bert.run_layers(h, mask), bert.run_layers(h, mask))
+
+
+def test_the_tokenizer_truncates_at_the_sentence_length_and_pads_nothing() -> None:
+    from formula_assets.semantics.bert import folder_tokenizer
+
+    folder = packaged_default_path()
+    long = "energy " * 600
+    assert len(folder_tokenizer(folder).encode(long).ids) == 256  # max_seq_length
+    assert len(folder_tokenizer(folder, 20).encode(long).ids) == 20
+    assert len(folder_tokenizer(folder).encode("x").ids) == 3  # [CLS] x [SEP], no padding
+
+
+def test_the_tokenizer_never_exceeds_the_position_table(tmp_path: Path) -> None:
+    from formula_assets.semantics.bert import folder_tokenizer
+
+    folder = folder_like_default(tmp_path)
+    settings = folder / "sentence_bert_config.json"
+    settings.write_text(json.dumps({"max_seq_length": 4096, "do_lower_case": False}))
+    assert len(folder_tokenizer(folder).encode("energy " * 900).ids) == 512
+    settings.write_text(json.dumps({"max_seq_length": None, "do_lower_case": False}))
+    assert len(folder_tokenizer(folder).encode("energy " * 900).ids) == 512
+
+
+def test_without_normalize_the_vector_keeps_its_length(tmp_path: Path, encoder) -> None:
+    folder = folder_like_default(tmp_path)
+    modules = json.loads((folder / "modules.json").read_text())[:2]
+    (folder / "modules.json").write_text(json.dumps(modules))
+    plain = BertSentenceEncoder(folder)
+    assert not plain.normalise and encoder.normalise
+    raw, unit = plain.encode("kinetic energy"), encoder.encode("kinetic energy")
+    assert abs(float(np.linalg.norm(unit)) - 1.0) < 1e-5
+    assert abs(float(np.linalg.norm(raw)) - 1.0) > 0.01
+    assert np.allclose(raw / np.linalg.norm(raw), unit, atol=1e-5)
+
+
+def test_the_weights_are_named_as_the_encoders_parameters(tmp_path: Path) -> None:
+    """A folder saved with `bert.`-prefixed names, a pooler and position ids loads the same."""
+    import torch
+    from safetensors.torch import load_file, save_file
+
+    from formula_assets.semantics.bert import folder_weights, load_encoder
+
+    folder = folder_like_default(tmp_path)
+    state = load_file(packaged_default_path() / "model.safetensors")
+    prefixed = {f"bert.{k}": v.half() for k, v in state.items()}
+    prefixed["bert.pooler.dense.weight"] = torch.zeros(2, 2)
+    prefixed["bert.embeddings.position_ids"] = torch.arange(4)
+    (folder / "model.safetensors").unlink()
+    save_file(prefixed, folder / "model.safetensors")
+    weights = folder_weights(folder)
+    assert set(weights) == set(load_encoder(packaged_default_path()).state_dict())
+    assert all(w.dtype == torch.float32 for w in weights.values())
+    load_encoder(folder)  # strict: nothing missing, nothing left over
+
+
+def _merge(path: Path, change: dict) -> None:
+    path.write_text(json.dumps({**json.loads(path.read_text()), **change}))
+
+
+def _transformer_in_a_subfolder(folder: Path) -> None:
+    modules = json.loads((folder / "modules.json").read_text())
+    modules[0]["path"] = "0_Transformer"
+    (folder / "modules.json").write_text(json.dumps(modules))
+
+
+@pytest.mark.parametrize(
+    ("edit", "reason"),
+    [
+        (lambda f: (f / "sentence_bert_config.json").unlink(), "sentence_bert_config.json is"),
+        (lambda f: (f / "model.safetensors").unlink(), "no model.safetensors"),
+        (lambda f: (f / "tokenizer.json").unlink(), "no model.safetensors or tokenizer.json"),
+        (
+            lambda f: _merge(f / "config.json", {"position_embedding_type": "relative_key"}),
+            "relative position embeddings",
+        ),
+        (_transformer_in_a_subfolder, "subfolder"),
+        (
+            lambda f: _merge(f / "1_Pooling" / "config.json", {"pooling_mode_max_tokens": True}),
+            "pooling",
+        ),
+    ],
+    ids=["no settings", "no weights", "no tokenizer", "relative", "subfolder", "two poolings"],
+)
+def test_more_shapes_are_refused(tmp_path: Path, edit, reason: str) -> None:
+    folder = folder_like_default(tmp_path)
+    edit(folder)
+    with pytest.raises(Unsupported, match=reason):
+        BertSentenceEncoder(folder)
+
+
+def test_a_config_without_the_optional_keys_loads_with_berts_defaults(tmp_path: Path) -> None:
+    """No dropout probabilities: no dropout; no type_vocab_size: BERT's two segment types
+    (the weights have two rows, and load strictly)."""
+    from formula_assets.semantics.bert import BertEncoder, load_encoder
+
+    folder = folder_like_default(tmp_path)
+    config = json.loads((folder / "config.json").read_text())
+    for key in ("hidden_dropout_prob", "attention_probs_dropout_prob", "type_vocab_size"):
+        del config[key]
+    (folder / "config.json").write_text(json.dumps(config))
+    bare = BertEncoder(config)
+    assert (bare.dropout, bare.attention_dropout) == (0.0, 0.0)
+    assert bare.embeddings.token_type_embeddings.num_embeddings == 2
+    load_encoder(folder)
+
+
+def test_without_a_sentence_length_a_wide_position_table_truncates_at_512(tmp_path: Path) -> None:
+    from formula_assets.semantics.bert import folder_tokenizer
+
+    folder = folder_like_default(tmp_path)
+    _merge(folder / "config.json", {"max_position_embeddings": 1024})
+    _merge(folder / "sentence_bert_config.json", {"max_seq_length": None})
+    assert len(folder_tokenizer(folder).encode("energy " * 900).ids) == 512

@@ -114,3 +114,186 @@ def test_a_corrupt_part_goes_to_quarantine_with_a_warning(tmp_path: Path) -> Non
     for name in originals:
         assert any(name in w and "corrupt" in w and QUARANTINE in w for w in warnings), name
     assert_cached(cache, ["k1", "k2", "k3"])
+
+
+class CountingEmbedder:
+    """A deterministic embedder that records what it was asked to encode: the cache decides
+    which texts reach the model, whatever the model is (the real model's path through the
+    cache is test_identity's)."""
+
+    dimension = DIMENSION
+
+    def __init__(self) -> None:
+        self.calls: list[list[str]] = []
+
+    def encode(self, texts, progress=None) -> np.ndarray:
+        self.calls.append(list(texts))
+        return np.array([[len(t), ord(t[0]), j, 1.0] for t in texts for j in [0]], np.float32)
+
+
+def expected_row(text: str) -> list[float]:
+    return [len(text), ord(text[0]), 0.0, 1.0]
+
+
+def test_text_key_is_the_sha256_of_the_utf8_text() -> None:
+    import hashlib
+
+    from formula_assets.semantics.cache import text_key
+
+    assert text_key("énergie") == hashlib.sha256("énergie".encode()).hexdigest()[:32]
+    assert len(text_key("")) == 32
+
+
+def test_the_cache_folder_is_the_models_identity_then_the_table_made_path_safe(
+    tmp_path: Path,
+) -> None:
+    cache = EmbeddingCache(UPath(tmp_path), "hub-a/b c", "tok ens")
+    assert cache.directory == UPath(tmp_path) / "hub-a_b_c" / "tok_ens"
+    long = EmbeddingCache(UPath(tmp_path), "x" * 200, "t")
+    assert long.directory.parent.name == "x" * 120
+    assert cache.parts() == []  # nothing written yet: no folder, no parts
+
+
+def test_embed_texts_embeds_each_new_distinct_text_once_and_reads_the_rest(
+    tmp_path: Path,
+) -> None:
+    from formula_assets.semantics.cache import embed_texts
+
+    cache = EmbeddingCache(UPath(tmp_path), "model", "texts")
+    embedder = CountingEmbedder()
+    out, stats = embed_texts(["ab", "c", "ab", "def"], embedder, cache)
+    assert embedder.calls == [["ab", "c", "def"]]
+    assert out.dtype == np.float32
+    assert out.tolist() == [expected_row(t) for t in ["ab", "c", "ab", "def"]]
+    assert (stats.texts, stats.distinct, stats.cached, stats.embedded) == (4, 3, 0, 3)
+    assert stats.seconds >= 0
+    out, stats = embed_texts(["def", "gh", "c"], embedder, cache)
+    assert embedder.calls[1:] == [["gh"]]
+    assert out.tolist() == [expected_row(t) for t in ["def", "gh", "c"]]
+    assert (stats.texts, stats.distinct, stats.cached, stats.embedded) == (3, 3, 2, 1)
+    assert len(cache.parts()) == 2
+    out, stats = embed_texts(["c", "c"], embedder, cache)
+    assert len(embedder.calls) == 2 and len(cache.parts()) == 2  # all cached: nothing written
+    assert out.tolist() == [expected_row("c")] * 2
+    assert (stats.cached, stats.embedded) == (1, 0)
+
+
+def test_embed_texts_without_a_cache_or_texts(tmp_path: Path) -> None:
+    from formula_assets.semantics.cache import embed_texts
+
+    embedder = CountingEmbedder()
+    out, stats = embed_texts(["a", "a"], embedder, None)
+    assert out.tolist() == [expected_row("a")] * 2 and embedder.calls == [["a"]]
+    out, stats = embed_texts(["a"], embedder, None)
+    assert embedder.calls == [["a"], ["a"]]  # no cache: embedded again
+    out, stats = embed_texts([], embedder, EmbeddingCache(UPath(tmp_path), "m", "t"))
+    assert out.shape == (0, DIMENSION) and out.dtype == np.float32
+    assert (stats.texts, stats.distinct, stats.cached, stats.embedded) == (0, 0, 0, 0)
+    assert len(embedder.calls) == 2 and not (tmp_path / "m").exists()
+
+
+def test_get_returns_only_the_keys_asked_for(tmp_path: Path) -> None:
+    cache = EmbeddingCache(UPath(tmp_path), "model", "texts")
+    fill(cache, [["k1", "k2"], ["k3"]])
+    found = cache.get(["k3", "k1", "k7", "k1"], DIMENSION)
+    assert sorted(found) == ["k1", "k3"]
+    assert np.array_equal(found["k3"], vectors_for(["k3"])[0])
+    cache.put([], np.zeros((0, DIMENSION), np.float32))
+    assert len(cache.parts()) == 2  # nothing to put: no part
+
+
+def test_get_skips_unreadable_and_other_shaped_parts_with_a_warning(
+    flaky: type[FlakyFileSystem], tmp_path: Path
+) -> None:
+    warnings: list[str] = []
+    cache = EmbeddingCache(UPath(f"flaky://{tmp_path}"), "model", "texts", warnings.append)
+    fill(cache, [["k1"], ["k2"]])
+    flaky.failing.add(cache.parts()[0].path)
+    other = cache.directory / "part-00000000000000000003-cccccccc.parquet"
+    pq.write_table(pa.table({"text_hash": ["k3"], "embedding": [[1.0, 2.0]]}), other.path)
+    assert sorted(cache.get(["k1", "k2", "k3"], DIMENSION)) == ["k2"]
+    assert len(warnings) == 2
+    assert "unreadable, skipped" in warnings[0] or "unreadable, skipped" in warnings[1]
+    assert any(other.name in w and "another shape, skipped" in w for w in warnings)
+
+
+def test_only_part_files_are_parts_in_name_order(tmp_path: Path) -> None:
+    cache = EmbeddingCache(UPath(tmp_path), "model", "texts")
+    fill(cache, [["k1"], ["k2"], ["k3"]])
+    (cache.directory / "notes.txt").write_text("not a part")
+    names = [p.name for p in cache.parts()]
+    assert len(names) == 3 and names == sorted(names)
+    assert all(n.startswith("part-") for n in names)
+
+
+def test_parts_are_merged_once_there_are_more_than_sixteen(tmp_path: Path) -> None:
+    cache = EmbeddingCache(UPath(tmp_path), "model", "texts")
+    keys = [f"k{i}" for i in range(1, 18)]
+    fill(cache, [[k] for k in keys[:16]])
+    assert len(cache.parts()) == 16
+    fill(cache, [[keys[16]]])
+    assert len(cache.parts()) == 1
+    assert_cached(cache, keys)
+
+
+def test_a_text_cached_twice_reads_its_first_vector_before_and_after_compaction(
+    tmp_path: Path,
+) -> None:
+    cache = EmbeddingCache(UPath(tmp_path), "model", "texts")
+    cache.put(["k1", "k2"], vectors_for(["k1", "k2"]))
+    cache.put(["k2", "k3"], vectors_for(["k9", "k3"]))  # k2 again, other bits
+    assert_cached(cache, ["k1", "k2", "k3"])  # before compaction as after: the first vector
+    cache.compact(DIMENSION)
+    (part,) = cache.parts()
+    table = pq.read_table(part.path)
+    assert table.column("text_hash").to_pylist() == ["k1", "k2", "k3"]
+    assert_cached(cache, ["k1", "k2", "k3"])
+
+
+def test_one_part_is_not_rewritten(tmp_path: Path) -> None:
+    cache = EmbeddingCache(UPath(tmp_path), "model", "texts")
+    fill(cache, [["k1"]])
+    before = cache.parts()
+    cache.compact(DIMENSION)
+    assert cache.parts() == before
+
+
+def test_a_corrupt_part_that_cannot_be_moved_stays_with_a_warning(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    warnings: list[str] = []
+    cache = EmbeddingCache(UPath(tmp_path), "model", "texts", warnings.append)
+    fill(cache, [["k1"], ["k2"]])
+    corrupt = cache.directory / "part-00000000000000000001-aaaaaaaa.parquet"
+    corrupt.write_bytes(b"not parquet")
+
+    def refuse(self, *args: Any, **kwargs: Any) -> None:
+        raise PermissionError(errno.EACCES, "Permission denied")
+
+    monkeypatch.setattr(LocalFileSystem, "mv", refuse)
+    cache.compact(DIMENSION)
+    assert corrupt.exists()
+    assert any(corrupt.name in w and "is corrupt" in w and "kept" in w for w in warnings)
+    assert_cached(cache, ["k1", "k2"])
+
+
+def test_an_embedder_that_returns_another_number_of_rows_is_an_error(tmp_path: Path) -> None:
+    from formula_assets.semantics.cache import embed_texts
+
+    class OneTooMany(CountingEmbedder):
+        def encode(self, texts, progress=None) -> np.ndarray:
+            return super().encode([*texts, "extra"])
+
+    for cache in (None, EmbeddingCache(UPath(tmp_path), "m", "t")):
+        with pytest.raises(ValueError):
+            embed_texts(["a", "b"], OneTooMany(), cache)
+
+
+def test_embed_texts_times_itself(tmp_path: Path) -> None:
+    import time
+
+    from formula_assets.semantics.cache import embed_texts
+
+    started = time.perf_counter()
+    _, stats = embed_texts(["a"], CountingEmbedder(), EmbeddingCache(UPath(tmp_path), "m", "t"))
+    assert 0 <= stats.seconds <= time.perf_counter() - started

@@ -133,3 +133,63 @@ def test_a_hub_id_in_the_local_cache_is_identified_by_its_snapshot_files(
     blob = (snapshot / "model.safetensors").resolve()
     blob.write_bytes((model / "model.safetensors").read_bytes())
     assert resolve_model("someone/tiny-model", "a test").identity != spec.identity
+
+
+def _tiny_folder(root: Path) -> Path:
+    (root / "sub").mkdir(parents=True)
+    (root / "config.json").write_bytes(b'{"a": 1}')
+    (root / "sub" / "weights.bin").write_bytes(bytes(range(256)) * 3)
+    return root
+
+
+def _expected(entries: list[tuple[str, bytes]]) -> str:
+    """The documented scheme, computed here from the bytes: per file its name, its length and
+    the SHA-256 of its content, each NUL-terminated, after the scheme tag."""
+    import hashlib
+
+    digest = hashlib.sha256(b"formula_assets/model-files/1")
+    for name, content in entries:
+        for part in (name, str(len(content)), hashlib.sha256(content).hexdigest()):
+            digest.update(part.encode() + b"\0")
+    return digest.hexdigest()[:32]
+
+
+def test_a_folder_hash_is_its_files_names_lengths_and_contents(tmp_path: Path) -> None:
+    folder = _tiny_folder(tmp_path / "m")
+    content = folder_hash(folder)
+    assert content.digest == _expected(
+        [("config.json", b'{"a": 1}'), ("sub/weights.bin", bytes(range(256)) * 3)]
+    )
+    assert len(content.digest) == 32
+    assert (content.files, content.size) == (2, 8 + 768)
+
+
+def test_a_file_moved_into_another_subfolder_is_another_model(tmp_path: Path) -> None:
+    folder = _tiny_folder(tmp_path / "m")
+    before = folder_hash(folder).digest
+    (folder / "other").mkdir()
+    (folder / "sub" / "weights.bin").rename(folder / "other" / "weights.bin")
+    assert folder_hash(folder).digest != before
+
+
+def test_files_without_a_root_are_named_by_their_own_names(tmp_path: Path) -> None:
+    from formula_assets.semantics.identity import files_hash
+
+    folder = _tiny_folder(tmp_path / "m")
+    parts = [folder / "config.json", folder / "sub" / "weights.bin"]
+    content = files_hash(parts)
+    assert content.digest == _expected(
+        [("config.json", b'{"a": 1}'), ("weights.bin", bytes(range(256)) * 3)]
+    )
+    assert (content.files, content.size) == (2, 776)
+    assert files_hash([]) == files_hash([], tmp_path)
+    assert (files_hash([]).files, files_hash([]).size) == (0, 0)
+
+
+def test_joined_identity_is_the_identities_in_order() -> None:
+    import hashlib
+
+    from formula_assets.semantics.identity import joined_identity
+
+    expected = hashlib.sha256(b"formula_assets/model-files/1/joined" + b"a\0b\0").hexdigest()
+    assert joined_identity(["a", "b"]) == expected[:32]
