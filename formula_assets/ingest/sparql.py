@@ -161,9 +161,8 @@ class _ItemRows:
     descriptions: set[str] = field(default_factory=set)
     formulae: set[str] = field(default_factory=set)
     enwikis: set[str] = field(default_factory=set)
-    # (concept QID, symbol): a concept linked by two statements with the same symbol is one
-    # concept, as the dump source reads it; the statement only counts what is skipped.
-    concepts: dict[tuple[str, str | None], _ConceptRows] = field(default_factory=dict)
+    # (statement, concept QID, symbol): one concept per statement and symbol.
+    concepts: dict[tuple[str, str, str | None], _ConceptRows] = field(default_factory=dict)
     skipped_statements: set[str] = field(default_factory=set)
 
     def add(self, row: Row) -> None:
@@ -178,14 +177,15 @@ class _ItemRows:
         concept = row.get("concept")
         if concept is None:
             return
+        statement = _text(row, "statement") or ""
         try:
             if concept.kind != "uri":
                 raise ValueError(concept.kind)
             qid = qid_from_uri(concept.value)
         except ValueError:  # unknown value (blank node), a property, a lexeme, a literal
-            self.skipped_statements.add(_text(row, "statement") or concept.value)
+            self.skipped_statements.add(statement or concept.value)
             return
-        gathered = self.concepts.setdefault((qid, _text(row, "symbol")), _ConceptRows())
+        gathered = self.concepts.setdefault((statement, qid, _text(row, "symbol")), _ConceptRows())
         if (label := _text(row, "conceptLabel")) is not None:
             gathered.labels.add(label)
         if (description := _text(row, "conceptDescription")) is not None:
@@ -206,7 +206,7 @@ class _ItemRows:
             )
         concepts = [
             Concept(cqid, _first(c.labels), _first(c.descriptions), symbol)
-            for (cqid, symbol), c in self.concepts.items()
+            for (_, cqid, symbol), c in self.concepts.items()
         ]
         concepts.sort(key=lambda c: (int(c.qid[1:]), c.symbol_mathml or ""))
         return FormulaRecord(
