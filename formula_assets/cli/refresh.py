@@ -132,12 +132,13 @@ def _wait(
     said: set[tuple[Job, Builder]],
     echo: Print,
     poll_s: float,
+    remind_s: float,
 ) -> None:
-    """Until no other run or backfill is building any of `jobs`."""
+    """Until no other run or backfill is building any of `jobs`, saying so every `remind_s`."""
     started = last_reminder = time.perf_counter()
     while held := _held(defs, instance, jobs):
         _announce(held, said, echo)
-        if time.perf_counter() - last_reminder > REMIND_S:
+        if time.perf_counter() - last_reminder > remind_s:
             last_reminder = time.perf_counter()
             ids = sorted({b.id for builders in held.values() for b in builders})
             echo(
@@ -157,6 +158,7 @@ def refresh(
     observe: bool = False,
     runner: Runner | None = None,
     poll_s: float = POLL_S,
+    remind_s: float = REMIND_S,
 ) -> RefreshReport:
     if runner is None:
         from formula_assets.cli.worker import LocalRunner
@@ -181,7 +183,7 @@ def refresh(
         _announce(held, said, echo)
         jobs = [job for job in planned if job not in held]
         if not jobs:  # everything left to do is being built elsewhere: wait, then look again
-            _wait(defs, instance, planned, said, echo, poll_s)
+            _wait(defs, instance, planned, said, echo, poll_s, remind_s)
             continue
         if report.rounds == max_rounds:
             raise RefreshError(f"not fresh after {max_rounds} rounds")

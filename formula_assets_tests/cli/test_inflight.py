@@ -25,7 +25,9 @@ from dagster._daemon.types import DaemonHeartbeat
 
 from formula_assets.cli import inflight
 from formula_assets.cli.inflight import building_elsewhere
+from formula_assets.cli.runs import Job
 from formula_assets.cli.stale import Target
+from formula_assets_tests.support.automation import definitions
 from formula_assets_tests.support.pipeline import CLI, ROOT, ran, sparql_pipeline
 from formula_assets_tests.support.recorded_runs import KEY, a_run, dead_pid
 from formula_assets_tests.support.sparql_server import FakeWdqs, Reply, is_detail_query
@@ -212,3 +214,102 @@ def test_what_a_run_already_built_is_not_waited_for(small) -> None:
     )
     instance.report_dagster_event(done, run_id)
     assert building_elsewhere(defs, instance, [Target(KEY)]) == {}
+
+
+# ---------------------------------------------------------------- who started a run
+
+
+@pytest.mark.parametrize(
+    ("tags", "said"),
+    [
+        ({"formula_assets/refresh": "true"}, "another formula-assets refresh"),
+        ({"dagster/sensor_name": "nightly"}, "sensor nightly"),
+        ({"dagster/from_automation_condition": "true"}, "the automation sensor"),
+        ({"dagster/schedule_name": "weekly_probe"}, "schedule weekly_probe"),
+        ({"dagster/backfill": "bkfl0002"}, "backfill bkfl0002"),
+        ({}, "the UI or a dg/dagster command"),
+        ({"formula_assets/refresh": ""}, "the UI or a dg/dagster command"),  # an empty tag: unset
+        # A refresh's run launched by a schedule is the refresh's; a sensor's backfill the sensor's.
+        (
+            {"formula_assets/refresh": "true", "dagster/schedule_name": "weekly_probe"},
+            "another formula-assets refresh",
+        ),
+        ({"dagster/sensor_name": "s", "dagster/backfill": "b"}, "sensor s"),
+        (
+            {"dagster/from_automation_condition": "true", "dagster/backfill": "b"},
+            "the automation sensor",
+        ),
+        ({"dagster/schedule_name": "w", "dagster/backfill": "b"}, "schedule w"),
+    ],
+)
+def test_the_origin_of_a_run_is_read_from_its_tags(tags: dict[str, str], said: str) -> None:
+    assert inflight.origin(tags) == said
+
+
+def test_a_daemon_counts_as_alive_only_within_the_heartbeat_limit(small) -> None:
+    _defs, instance = small
+    now = 1_000_000.0
+    assert not inflight.daemon_alive(instance, now)  # no heartbeat at all
+    instance.add_daemon_heartbeat(DaemonHeartbeat(now - 119.0, "SENSOR", None))
+    assert inflight.daemon_alive(instance, now)
+    assert not inflight.daemon_alive(instance, now + 1.0)  # exactly 120 s old: gone
+
+
+def test_a_run_not_started_is_waited_for_for_one_minute(small, monkeypatch) -> None:
+    defs, instance = small
+    job = defs.resolve_implicit_global_asset_job_def()
+    run = instance.create_run_for_job(job, asset_selection=frozenset({KEY}))
+    created = instance.get_run_record_by_id(run.run_id).create_timestamp.timestamp()
+
+    def seen_after(seconds: float) -> bool:
+        monkeypatch.setattr(inflight, "time", SimpleNamespace(time=lambda: created + seconds))
+        return bool(building_elsewhere(defs, instance, [Target(KEY)]))
+
+    assert seen_after(59.0)
+    assert not seen_after(61.0)
+
+
+def test_the_oldest_of_two_runs_building_a_target_is_named(small) -> None:
+    defs, instance = small
+    first = a_run(defs, instance, dg.DagsterRunStatus.STARTED, os.getpid())
+    second = a_run(defs, instance, dg.DagsterRunStatus.STARTED, os.getpid())
+
+    busy = building_elsewhere(defs, instance, [Target(KEY)])
+
+    assert busy[Target(KEY)].id == first != second
+    # A builder is a value: found twice, it is one (the refresh announces each builder once).
+    again = building_elsewhere(defs, instance, [Target(KEY)])[Target(KEY)]
+    assert len({busy[Target(KEY)], again}) == 1
+
+
+def test_runs_elsewhere_are_waited_for_whatever_their_pid(tmp_path, sparql_server) -> None:
+    """An instance whose runs need not run on this machine (not SQLite: here in memory): a
+    started run whose pid is dead here may live on another machine, so it still counts."""
+    defs = definitions(tmp_path / "lake", sparql_server.endpoint)
+    with dg.DagsterInstance.ephemeral() as instance:
+        elsewhere = a_run(defs, instance, dg.DagsterRunStatus.STARTED, dead_pid())
+        assert not inflight.run_process_gone(instance, elsewhere)
+        assert building_elsewhere(defs, instance, [Target(KEY)])[Target(KEY)].id == elsewhere
+
+
+def test_a_run_being_canceled_still_counts_until_it_has_stopped(small) -> None:
+    """Canceling stops a run's steps only when they notice: until then it still builds."""
+    defs, instance = small
+    run_id = a_run(defs, instance, dg.DagsterRunStatus.STARTED, os.getpid())
+    instance.report_run_canceling(instance.get_run_by_id(run_id))
+    assert instance.get_run_by_id(run_id).status == dg.DagsterRunStatus.CANCELING
+
+    busy = building_elsewhere(defs, instance, [Target(KEY)])
+
+    assert str(busy[Target(KEY)]) == f"run {run_id} (the UI or a dg/dagster command, canceling)"
+
+
+def test_a_jobs_targets_are_its_assets_in_its_partition() -> None:
+    graphs = dg.AssetKey("opt_graphs"), dg.AssetKey("rejected_formulae")
+    assert inflight.job_targets(Job(("opt_graphs", "rejected_formulae"))) == [
+        Target(graphs[0]),
+        Target(graphs[1]),
+    ]
+    assert inflight.job_targets(Job(("fold_models",), "3|bm25")) == [
+        Target(dg.AssetKey("fold_models"), "3|bm25")
+    ]

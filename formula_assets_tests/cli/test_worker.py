@@ -1,12 +1,23 @@
 """What a refresh job costs comes from its assets' definitions (`defs.metadata.step_cost`):
 no table of asset names in the runner."""
 
-import dagster as dg
+import os
+import queue
+from concurrent.futures import Future
+from concurrent.futures.process import BrokenProcessPool
+from pathlib import Path
 
-from formula_assets.cli.runs import Job
+import dagster as dg
+import pyarrow as pa
+import pytest
+from dagster._core.events import DagsterEventType
+
+from formula_assets.cli.runs import JOB_TAG, Job
 from formula_assets.cli.stale import Entry, Target
-from formula_assets.cli.worker import LocalRunner, cost
+from formula_assets.cli.worker import LocalRunner, cost, materialize_here
+from formula_assets.defs.io_managers import DataLakeIOManager
 from formula_assets.defs.metadata import step_cost
+from formula_assets_tests.support.recorded_runs import a_run
 
 PARTS = dg.MultiPartitionsDefinition(
     {
@@ -67,3 +78,165 @@ def test_the_project_declares_its_heavy_steps() -> None:
     }
     assert cost(defs, Job(("fold_models",), "3|graph_text_cl")) == 3.0
     assert cost(defs, Job(("fold_models",), "3|sbert_dual_cl")) == 1.0
+
+
+# --- a worker that died ---------------------------------------------------------------------------
+
+
+def _done(result: object = None, error: BaseException | None = None) -> Future:
+    future: Future = Future()
+    if error is not None:
+        future.set_exception(error)
+    else:
+        future.set_result(result)
+    return future
+
+
+def _started_run(defs: dg.Definitions, instance: dg.DagsterInstance, job: Job) -> str:
+    run_id = a_run(defs, instance, dg.DagsterRunStatus.STARTED, os.getpid())
+    instance.add_run_tags(run_id, {JOB_TAG: str(job)})
+    return run_id
+
+
+def test_a_dead_worker_names_its_job_and_fails_only_that_jobs_runs(small) -> None:
+    """Formulae were announced (twice: a job's run may announce again) and never finished:
+    the dead worker's. Folds finished; graphs never started. Only formulae's run is failed."""
+    defs, instance = small
+    formulae, folds = Job(("wikidata_formulae",)), Job(("cv_folds",))
+    graphs = Job(("opt_graphs", "rejected_formulae"))
+    started: queue.Queue = queue.Queue()
+    for job in (formulae, folds, formulae):
+        started.put((1234, job))
+    dying = _started_run(defs, instance, formulae)
+    other = _started_run(defs, instance, graphs)
+    instance.event_log_storage.set_concurrency_slots("training", 2)
+    for run_id in (dying, other):
+        claim = instance.event_log_storage.claim_concurrency_slot("training", run_id, "step")
+        assert claim.is_claimed
+    done = [_done((folds, True)), _done(error=BrokenProcessPool("a worker died"))]
+
+    error = LocalRunner._broken(instance, [formulae, folds, graphs], done, started)
+
+    assert str(error) == (
+        "a worker process died while running wikidata_formulae; "
+        "not started: opt_graphs, rejected_formulae. The last good data is kept; run refresh again."
+    )
+    assert instance.get_run_by_id(dying).status == dg.DagsterRunStatus.FAILURE
+    assert instance.get_run_by_id(other).status == dg.DagsterRunStatus.STARTED
+    # The dead run's pool slot is given back; the live one keeps its own.
+    claimed = instance.event_log_storage.get_concurrency_info("training").claimed_slots
+    assert [slot.run_id for slot in claimed] == [other]
+
+
+def test_a_worker_dead_before_any_job_started_says_so(small) -> None:
+    _defs, instance = small
+    jobs = [Job(("wikidata_formulae",)), Job(("cv_folds",))]
+    done = [_done(error=BrokenProcessPool("a worker died"))]
+
+    error = LocalRunner._broken(instance, jobs, done, queue.Queue())
+
+    assert str(error) == (
+        "a worker process died while running a job that had not started; "
+        "not started: wikidata_formulae, cv_folds. The last good data is kept; run refresh again."
+    )
+
+
+# --- where jobs run ---------------------------------------------------------------------------
+
+
+def _pids(instance: dg.DagsterInstance) -> dict[str, int | None]:
+    """The process that began each run, by its refresh job."""
+    pids = {}
+    for run in instance.get_runs():
+        records = instance.get_records_for_run(
+            run.run_id, of_type=DagsterEventType.RUN_START
+        ).records
+        pids[run.tags[JOB_TAG]] = records[0].event_log_entry.dagster_event.pid
+    return pids
+
+
+@dg.asset(metadata=step_cost(2.0))
+def heavy() -> pa.Table:
+    return pa.table({"x": [1]})
+
+
+@dg.asset
+def light() -> pa.Table:
+    return pa.table({"x": [2]})
+
+
+@dg.asset
+def lighter() -> pa.Table:
+    return pa.table({"x": [3]})
+
+
+def test_a_single_heavy_job_and_the_light_ones_run_in_this_process(tmp_path: Path) -> None:
+    """A pool of workers costs more than it saves for one heavy job; light jobs never use it."""
+    defs = dg.Definitions(
+        assets=[heavy, light, lighter],
+        resources={"io_manager": DataLakeIOManager(base_path=str(tmp_path))},
+    )
+    jobs = [Job(("heavy",)), Job(("light",)), Job(("lighter",))]
+    with dg.instance_for_test() as instance:
+        failed = LocalRunner(workers=2).run(defs, instance, jobs, lambda _line: None)
+        assert failed == []
+        assert _pids(instance) == {
+            "heavy": os.getpid(),
+            "light": os.getpid(),
+            "lighter": os.getpid(),
+        }
+
+
+def _pool_workers() -> list[int]:
+    workers = []
+    for status in Path("/proc").glob("[0-9]*/status"):
+        try:
+            parent = next(
+                line.split()[1]
+                for line in status.read_text().splitlines()
+                if line.startswith("PPid:")
+            )
+            command = (status.parent / "cmdline").read_bytes()
+        except (OSError, StopIteration):
+            continue
+        if parent == str(os.getpid()) and b"spawn_main" in command:
+            workers.append(int(status.parent.name))
+    return workers
+
+
+def test_heavy_jobs_run_in_worker_processes_that_end_with_the_round(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two heavy jobs of the project on an empty data lake: each runs in a worker process
+    (which makes the instance folder itself), fails for want of its inputs, and is reported
+    failed; no worker outlives the round."""
+    from formula_assets.definitions import defs
+
+    home = tmp_path / "home"  # not there yet: the workers' initializer creates it
+    monkeypatch.setenv("DAGSTER_HOME", str(home))
+    monkeypatch.setenv("FORMULA_ASSETS_DATA_LAKE", str(tmp_path / "lake"))
+    jobs = [Job(("fold_models",), "1|sbert_dual_cl"), Job(("fold_models",), "2|sbert_dual_cl")]
+
+    with dg.DagsterInstance.ephemeral() as here:
+        failed = LocalRunner(workers=2).run(defs, here, jobs, lambda _line: None)
+
+    assert _pool_workers() == []
+    assert sorted(map(str, failed)) == sorted(map(str, jobs))
+    with dg.DagsterInstance.from_config(str(home)) as instance:
+        pids = _pids(instance)
+    assert sorted(pids) == sorted(map(str, jobs))
+    assert os.getpid() not in pids.values()
+
+
+def test_a_worker_leaves_a_job_to_the_run_already_building_it(small) -> None:
+    """By the time a worker reaches a job, another entry point may have started it: the
+    worker says who builds it and starts no second run."""
+    defs, instance = small
+    other = a_run(defs, instance, dg.DagsterRunStatus.STARTED, os.getpid())
+    said: list[str] = []
+    assert materialize_here(defs, instance, Job(("wikidata_formulae",)), said.append)
+    assert said == [
+        f"leaving wikidata_formulae to run {other} (the UI or a dg/dagster command, started), "
+        "which has started building it"
+    ]
+    assert [r.run_id for r in instance.get_runs()] == [other]

@@ -6,11 +6,16 @@ from pathlib import Path
 import dagster as dg
 import pandas as pd
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
+import torch
 from upath import UPath
 
 from formula_assets.core import lake
-from formula_assets.defs.io_managers import DataLakeIOManager
+from formula_assets.defs.io_managers import DataLakeIOManager, ModelIOManager, ModelUPathIOManager
+from formula_assets.defs.publication import PUBLISHED_RUN_TAG, settle
+from formula_assets.training.artifacts import POINTER, TrainedModel, load_model, save_model
+from formula_assets_tests.training.descriptions import described
 
 TABLE = pa.table({"qid": ["Q1", "Q2", "Q3"], "values": [[1.0, 2.0], [3.0], []]})
 
@@ -96,3 +101,140 @@ def test_non_table_output_is_a_clear_error(tmp_path: Path) -> None:
     failure = result.get_step_failure_events()[0].step_failure_data.error
     assert "the data lake stores tables" in str(failure)
     assert list(tmp_path.iterdir()) == []
+
+
+# --- the model store ------------------------------------------------------------------------------
+
+FOLDS = dg.StaticPartitionsDefinition(["1"])
+
+
+@dg.asset(io_manager_key="models", partitions_def=FOLDS)
+def fold_model() -> TrainedModel:
+    return TrainedModel(described(), {"w": torch.arange(3, dtype=torch.float32)})
+
+
+@dg.asset(partitions_def=FOLDS)
+def fold_weights(fold_model: TrainedModel) -> pa.Table:
+    return pa.table({"w": fold_model.state["w"].tolist(), "method": [fold_model.method] * 3})
+
+
+def test_models_are_versioned_folders_read_back_by_their_children(tmp_path: Path) -> None:
+    result = dg.materialize(
+        [fold_model, fold_weights],
+        resources={
+            "io_manager": DataLakeIOManager(base_path=str(tmp_path)),
+            "models": ModelIOManager(base_path=str(tmp_path)),
+        },
+        partition_key="1",
+    )
+
+    assert result.success
+    folder = UPath(tmp_path) / "fold_model" / "1"
+    assert load_model(folder).state["w"].tolist() == [0.0, 1.0, 2.0]
+    assert (folder / POINTER).exists()
+    assert pd.read_parquet(tmp_path / "fold_weights" / "1.parquet").to_dict("list") == {
+        "w": [0.0, 1.0, 2.0],
+        "method": ["sbert_dual_cl"] * 3,
+    }
+
+
+def test_the_model_store_refuses_anything_but_a_trained_model(tmp_path: Path) -> None:
+    @dg.asset(io_manager_key="models")
+    def not_a_model() -> pa.Table:
+        return TABLE
+
+    result = dg.materialize(
+        [not_a_model],
+        resources={"models": ModelIOManager(base_path=str(tmp_path))},
+        raise_on_error=False,
+    )
+
+    assert not result.success
+    failure = result.get_step_failure_events()[0].step_failure_data.error
+    assert "the model store keeps TrainedModel objects, got Table" in str(failure)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_model_folder_counts_as_stored_only_once_it_names_a_current_version(
+    tmp_path: Path,
+) -> None:
+    """A folder whose save never got as far as its pointer holds no model yet."""
+    store = ModelUPathIOManager(base_path=UPath(tmp_path))
+    folder = UPath(tmp_path) / "fold_model" / "1"
+    folder.mkdir(parents=True)
+    assert store.path_exists(folder) is False
+
+    save_model(TrainedModel(described(), {"w": torch.zeros(1)}), folder)
+
+    assert store.path_exists(folder) is True
+
+
+# --- publication: what readers see while a blocking check judges a new version -----------------
+
+
+class Rows(dg.Config):
+    n: int = 3
+
+
+@dg.asset
+def gated(config: Rows) -> pa.Table:
+    return pa.table({"i": list(range(config.n))})
+
+
+@dg.asset_check(asset=gated, blocking=True)
+def gated_not_empty(gated: pa.Table) -> dg.AssetCheckResult:
+    return settle(dg.AssetCheckResult(passed=gated.num_rows > 0))
+
+
+def test_a_rejected_version_is_never_read_and_the_next_good_one_clears_it(
+    tmp_path: Path,
+) -> None:
+    """Three rows pass, then an empty table fails its blocking check: readers keep the three
+    rows, the asset's latest materialization says it is run 1's table, and the rejected
+    version waits under `_staged/`. Two rows then pass: published, and nothing is left staged."""
+    instance = dg.DagsterInstance.ephemeral()
+
+    def build(n: int) -> dg.ExecuteInProcessResult:
+        return dg.materialize(
+            [gated, gated_not_empty],
+            resources={"io_manager": DataLakeIOManager(base_path=str(tmp_path))},
+            instance=instance,
+            run_config=dg.RunConfig({"gated": Rows(n=n)}),
+            raise_on_error=False,
+        )
+
+    def published() -> list[int]:
+        return pd.read_parquet(tmp_path / "gated.parquet")["i"].tolist()
+
+    def staged() -> list[str]:
+        return sorted(p.name for p in (tmp_path / "_staged").rglob("*.parquet"))
+
+    first = build(3)
+    assert first.success and published() == [0, 1, 2] and staged() == []
+
+    rejected = build(0)
+    assert not rejected.success
+    assert published() == [0, 1, 2]
+    assert staged() == [f"{rejected.run_id}.parquet"]
+    latest = instance.fetch_materializations(gated.key, limit=1).records[0]
+    assert (latest.asset_materialization.tags or {})[PUBLISHED_RUN_TAG] == first.run_id
+
+    assert build(2).success
+    assert published() == [0, 1]
+    assert staged() == []
+
+
+def test_a_frame_is_stored_without_its_index(tmp_path: Path) -> None:
+    """A filtered DataFrame keeps its row labels (0, 2); the table readers get has only the
+    frame's columns."""
+
+    @dg.asset
+    def filtered() -> pd.DataFrame:
+        frame = pd.DataFrame({"qid": ["Q1", "Q2", "Q3"]})
+        return frame[frame["qid"] != "Q2"]
+
+    materialize(str(tmp_path), filtered)
+
+    stored = pq.read_table(tmp_path / "filtered.parquet")
+    assert stored.column_names == ["qid"]
+    assert stored.column("qid").to_pylist() == ["Q1", "Q3"]

@@ -11,7 +11,13 @@ import pytest
 from formula_assets.ingest.probe import fingerprint
 from formula_assets.ingest.records import Concept, FormulaRecord
 from formula_assets.ingest.snapshot import paper_folds
-from formula_assets.ingest.sparql import SparqlConfig, SparqlError, detail_query, sparql_records
+from formula_assets.ingest.sparql import (
+    SparqlConfig,
+    SparqlError,
+    detail_query,
+    sparql_probe,
+    sparql_records,
+)
 from formula_assets_tests.support.sparql_server import (
     ENTITY,
     XSD_DATETIME,
@@ -396,4 +402,114 @@ def test_malformed_probe_answers_are_errors(
 ) -> None:
     sparql_server.register(is_probe_query, Reply.result(["entity", "modified", "role"], [row]))
     with pytest.raises(SparqlError, match=message):
+        probe(sparql_server)
+
+
+# --- what the rows say, as the records read it ----------------------------------------------------
+
+
+def test_a_concept_linked_by_two_statements_with_one_symbol_is_listed_twice(
+    sparql_server: FakeWdqs,
+) -> None:
+    """One concept per statement and symbol, as the paper snapshot lists them (109 of its
+    records name a concept twice with the same symbol); the dump source lists it once."""
+    kinetic = sparql_server.world["Q46276"]
+    mass_again = Statement("P527", "Q11423", (math("<mi>m</mi>"),))
+    sparql_server.edit("Q46276", statements=(*kinetic.statements, mass_again))
+
+    concepts = by_qid(pull(sparql_server))["Q46276"].concepts
+
+    assert [(c.qid, c.symbol_mathml) for c in concepts] == [
+        ("Q11423", math("<mi>m</mi>")),
+        ("Q11423", math("<mi>m</mi>")),
+        ("Q11465", math("<mi>v</mi>")),
+        ("Q11465", math("<mo>|</mo><mi>v</mi><mo>|</mo>")),
+    ]
+
+
+def test_skipped_statements_are_counted_per_statement(sparql_server: FakeWdqs) -> None:
+    """Two statements whose value is the same lexeme are two skipped statements; one unknown
+    value qualified by two symbols (two rows) is one."""
+    sparql_server.world["Q5000"] = Entity(
+        "Q5000",
+        "lexeme law",
+        None,
+        (math("<mi>z</mi>"),),
+        statements=(
+            Statement("P4934", "L7", (math("<mi>a</mi>"),)),
+            Statement("P527", "L7", (math("<mi>b</mi>"),)),
+            Statement("P4934", None, (math("<mi>c</mi>"), math("<mi>d</mi>"))),
+        ),
+    )
+
+    record = by_qid(pull(sparql_server))["Q5000"]
+
+    assert record.concepts == []
+    assert record.notes == [
+        "3 statement(s) whose concept is not a Wikidata item "
+        "(unknown value or another entity type) skipped"
+    ]
+
+
+def test_items_and_concepts_are_in_numeric_qid_order() -> None:
+    """Q25 < Q31 < Q110 as numbers (not as text, nor by any digits but all of them)."""
+    world = {
+        "Q52": Entity("Q52", "fifty-two"),
+        "Q61": Entity("Q61", "sixty-one"),
+        "Q110": Entity("Q110", "c", None, (math("<mi>c</mi>"),)),
+        "Q31": Entity(
+            "Q31",
+            "b",
+            None,
+            (math("<mi>b</mi>"),),
+            statements=(
+                Statement("P4934", "Q61", (math("<mi>y</mi>"),)),
+                Statement("P4934", "Q52", (math("<mi>x</mi>"),)),
+            ),
+        ),
+        "Q25": Entity("Q25", "a", None, (math("<mi>a</mi>"),)),
+    }
+    with FakeWdqs(world) as server:
+        records = pull(server)
+
+    assert [r.qid for r in records] == ["Q25", "Q31", "Q110"]
+    assert [c.qid for c in by_qid(records)["Q31"].concepts] == ["Q52", "Q61"]
+
+
+def test_the_log_counts_items_lost_between_listing_and_details(sparql_server: FakeWdqs) -> None:
+    """Q77 is listed but gone by the time its page is fetched: only its page says so. Rows per
+    item in the default world: Q1000 1, Q35875 3 (symbols); Q46276 4, Q4721378 2, Q98765432
+    2 formulae × 2 symbols = 4."""
+    listed = ["Q77", "Q1000", "Q35875", "Q46276", "Q4721378", "Q98765432"]
+    sparql_server.register(
+        is_list_query, Reply.result(["item"], [{"item": uri(ENTITY + q)} for q in listed])
+    )
+    lines: list[str] = []
+
+    records = sparql_records(config(sparql_server, page_size=3), log=lines.append, now=lambda: NOW)
+
+    assert [r.qid for r in records] == listed[1:]
+    assert lines == [
+        "SPARQL: 6 items have a defining formula (P2534)",
+        "SPARQL page 1/2: 3 items, 4 rows (1 lost their formula since listing)",
+        "SPARQL page 2/2: 3 items, 10 rows",
+    ]
+
+
+def test_the_probe_dates_retry_after_by_the_given_clock(sparql_server: FakeWdqs) -> None:
+    later = format_datetime(NOW + timedelta(seconds=7), usegmt=True)
+    sparql_server.fail(503, {"Retry-After": later}, when=is_probe_query)
+    sleeps: list[float] = []
+
+    found = sparql_probe(config(sparql_server), sleep=sleeps.append, now=lambda: NOW)
+
+    assert sleeps == [7.0]
+    assert found.items == 5 and len(sparql_server.probe_requests()) == 2
+
+
+def test_a_malformed_probe_row_is_named_by_its_number(sparql_server: FakeWdqs) -> None:
+    rows = [_probe_row(ENTITY + "Q1"), _probe_row(ENTITY + "Q2", role="lexeme")]
+    sparql_server.register(is_probe_query, Reply.result(["entity", "modified", "role"], rows))
+
+    with pytest.raises(SparqlError, match=r"sent row 2 with an unknown \?role 'lexeme'"):
         probe(sparql_server)

@@ -9,8 +9,9 @@ It holds a tiny in-memory Wikidata and answers the three queries of
 `wdt:P2534` without either. `edit` and `remove` change that Wikidata between requests as real
 edits do (an edit moves the entity's `schema:dateModified` on). Other queries
 get canned replies registered with `register(predicate, answer)`. Faults are scripted per
-request (`fail`, `hang`, `truncate`, `drop_connection`, `without_variables`, `empty`, or any
-`script(fault)`) and consumed by the next matching requests. Every request is recorded.
+request (`fail`, `hang`, `stall`, `hang_up`, `truncate`, `drop_connection`,
+`without_variables`, `empty`, or any `script(fault)`) and consumed by the next matching
+requests. Every request is recorded.
 """
 
 from __future__ import annotations
@@ -293,6 +294,9 @@ class Reply:
     content_type: str = SPARQL_JSON
     delay_s: float = 0.0  # hang this long before answering
     content_length: int | None = None  # None: the body's; larger: the connection drops early
+    stall_s: float = 0.0  # after half the body, send nothing for this long, then the rest
+    endless: bool = False  # after the body, keep sending filler until the client hangs up
+    hang_up: bool = False  # close the connection without any answer
 
     @classmethod
     def json(cls, document: Any, status: int = 200) -> Reply:
@@ -438,6 +442,14 @@ class FakeWdqs:
 
         self.script(drop, times=times, when=when)
 
+    def stall(self, seconds: float, *, times: int = 1, when: Predicate | None = None) -> None:
+        """Send the headers and half the body, then nothing for `seconds`: a stalled answer."""
+        self.script(lambda _q, r: replace(r, stall_s=seconds), times=times, when=when)
+
+    def hang_up(self, *, times: int = 1, when: Predicate | None = None) -> None:
+        """Read the request, then close the connection without a status line."""
+        self.script(lambda _q, r: replace(r, hang_up=True), times=times, when=when)
+
     def empty(self, *, times: int = 1, when: Predicate | None = None) -> None:
         def nothing(q: str, _r: Reply) -> Reply:
             return Reply.result(selected_variables(q), [])
@@ -542,6 +554,9 @@ def _handler_for(server: FakeWdqs) -> type[BaseHTTPRequestHandler]:
             reply = server._answer(request) if query else Reply.error(400, "no query given")
             if reply.delay_s:
                 server.wait(reply.delay_s)
+            if reply.hang_up:
+                self.close_connection = True
+                return
             # A client that gave up (a timeout test) needs no answer.
             with contextlib.suppress(BrokenPipeError, ConnectionResetError):
                 self._send(reply)
@@ -550,12 +565,25 @@ def _handler_for(server: FakeWdqs) -> type[BaseHTTPRequestHandler]:
             self.send_response(reply.status)
             self.send_header("Content-Type", reply.content_type)
             length = reply.content_length if reply.content_length is not None else len(reply.body)
-            self.send_header("Content-Length", str(length))
+            if not reply.endless:  # an endless body is delimited by closing the connection
+                self.send_header("Content-Length", str(length))
             for name, value in reply.headers.items():
                 self.send_header(name, value)
             self.end_headers()
-            self.wfile.write(reply.body)
+            if reply.stall_s:
+                half = len(reply.body) // 2
+                self.wfile.write(reply.body[:half])
+                self.wfile.flush()
+                server.wait(reply.stall_s)
+                self.wfile.write(reply.body[half:])
+            else:
+                self.wfile.write(reply.body)
             self.wfile.flush()
+            while reply.endless and not server._stopping.is_set():
+                self.wfile.write(b" filler" * 1024)
+                self.wfile.flush()
+            if reply.endless:
+                self.close_connection = True
 
         def log_message(self, format: str, *args: Any) -> None:
             """Quiet: tests assert on `server.requests`, not on stderr."""
