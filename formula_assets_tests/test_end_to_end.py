@@ -7,7 +7,9 @@ import dagster as dg
 import pyarrow.parquet as pq
 import pytest
 
+from formula_assets.cli.runs import data_versions
 from formula_assets.core.arrow import recorded_aggregation, recorded_model
+from formula_assets.core.hashing import bytes_hash
 from formula_assets.core.protocol import DIRECTIONS
 from formula_assets.evaluation.retrieval import ensemble_choices
 from formula_assets.evaluation.significance import comparisons
@@ -80,6 +82,15 @@ def test_the_report_takes_its_results_from_tables(materialized) -> None:
     assert audit.num_rows == SAMPLE
     assert "## Annotation audit" in markdown
     assert all(f"| {' | '.join(row)} |" in markdown for row in audit_rows(audit))
+    # the fold models' version row: one digest of every partition's data version
+    with dg.DagsterInstance.from_config(str(run.home)) as instance:
+        from formula_assets.definitions import defs
+
+        built = data_versions(defs, instance)
+    parts = sorted(k.removeprefix("fold_models[")[:-1] for k in built if "[" in k)
+    assert len(parts) == 5 * len(registry.trained())
+    digest = bytes_hash(*(f"{p}={built[f'fold_models[{p}]']}" for p in parts))
+    assert f"| fold_models ({len(parts)} partitions) |" in markdown and f"| {digest} |" in markdown
 
 
 @pytest.mark.slow

@@ -10,7 +10,6 @@ from formula_assets.analysis.figures import FIGURE_DIR
 from formula_assets.core.hashing import bytes_hash
 from formula_assets.defs.history import versions
 from formula_assets.defs.resources.data_lake import DataLakeResource
-from formula_assets.defs.training.fold_models import FOLD_MODEL_PARTITIONS
 
 REPORT_DIR = ("report",)
 INPUTS = (
@@ -29,8 +28,6 @@ INPUTS = (
     "significance_tests",
     "annotation_audit",
 )
-# the partitioned inputs: their row in the report covers every partition
-PARTITIONS = {"fold_models": FOLD_MODEL_PARTITIONS.get_partition_keys()}
 
 
 @dg.asset(
@@ -68,6 +65,8 @@ def report_document(
         "aggregation": recorded_aggregation(semantic_embeddings),
     }
     figure_dir = data_lake.path(*FIGURE_DIR)
+    # a partitioned input's row covers every partition read (keys of the loaded dict)
+    partitions = {"fold_models": sorted(fold_models)}
     built = content.build_report(
         content.ReportInputs(
             formulae=wikidata_formulae,
@@ -81,7 +80,7 @@ def report_document(
             ensemble_weights={str(fold): w for fold, w in weights.items()},
             ensemble_hubness_k={str(fold): k for fold, k in hubness_k.items()},
             significance=comparisons(significance_tests),
-            versions=[versions(instance, key, PARTITIONS.get(key, ())) for key in INPUTS],
+            versions=[versions(instance, key, partitions.get(key, ())) for key in INPUTS],
             correspondence_figures={
                 name: (figure_dir / name).read_bytes()
                 for name in content.CORRESPONDENCE_FIGURES
