@@ -283,7 +283,8 @@ def ranks_in_range(audit: pa.Table) -> Outcome:
         for column in RANKS:
             if r[column] is None or not 1 <= r[column] <= (r["pool"] or 0):
                 problems.append(f"{r['qid']}: {column} {r[column]} of {r['pool']}")
-        fine = r["suspicion"] is None if not r["concept_fit"] else 0 <= r["suspicion"] <= 1
+        value = r["suspicion"]
+        fine = value is None if not r["concept_fit"] else value is not None and 0 <= value <= 1
         if not fine:
             problems.append(f"{r['qid']}: suspicion {r['suspicion']} for {r['num_concepts']}")
     return Outcome(
