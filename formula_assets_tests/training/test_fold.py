@@ -69,7 +69,8 @@ def test_the_description_records_the_fold_seed_sizes_and_device() -> None:
     assert described.deterministic is True
     assert described.epochs_run == len(model.history) == described.runs[0].epochs_run
     assert described.best_epoch == described.runs[0].best_epoch
-    assert 0 < described.runs[0].train_seconds <= described.train_seconds <= elapsed
+    # rounded to 2 decimals, so at most half a hundredth above the time measured around it
+    assert 0 < described.runs[0].train_seconds <= described.train_seconds <= elapsed + 0.005
     assert all(round(s, 2) == s for s in (described.train_seconds, described.runs[0].train_seconds))
     # the one network itself (not an average of one), its embeddings by split
     assert set(model.state) == set(METHOD.network(described).state_dict())
