@@ -64,6 +64,7 @@ class Profile:
     graph_text_cl: MethodSettings
     sbert_dual_cl: MethodSettings
     sbert_finetuned_cl: MethodSettings
+    bag_dual_cl: MethodSettings
     embedding_model: str | None = None  # None: the packaged all-MiniLM-L6-v2
     seed: int = 0
     validation_fraction: float = 0.1
@@ -114,6 +115,10 @@ _DEFAULT_FINETUNED = MethodSettings(
     0, 384, 0.0, 3, 32, 1e-4, 0.01, 0.0, 3, max_seq_len=64, frozen_layers=4
 )
 
+# bag_dual_cl: `hidden` and `dropout` are unused (a feature vector per symbol, text and word),
+# `out_dim` their width
+_DEFAULT_BAG = MethodSettings(0, 256, 0.0, 60, 128, 1e-2, 0.01, 0.0, 10)
+
 PROFILES: dict[str, Profile] = {
     "smoke": Profile(
         name="smoke",
@@ -148,12 +153,14 @@ PROFILES: dict[str, Profile] = {
             patience=2,
             max_seq_len=16,
         ),
+        bag_dual_cl=replace(_DEFAULT_BAG, out_dim=64, epochs=30, batch_size=32),
     ),
     "default": Profile(
         name="default",
         graph_text_cl=_DEFAULT_GRAPH,
         sbert_dual_cl=_DEFAULT_DUAL,
         sbert_finetuned_cl=_DEFAULT_FINETUNED,
+        bag_dual_cl=_DEFAULT_BAG,
     ),
     # the default's graph settings twice as wide, over all-MiniLM-L6-v2 and all-mpnet-base-v2
     # vectors side by side (needs `pip install 'formula_assets[mpnet]'`)
@@ -162,6 +169,7 @@ PROFILES: dict[str, Profile] = {
         graph_text_cl=replace(_DEFAULT_GRAPH, hidden=512),
         sbert_dual_cl=_DEFAULT_DUAL,
         sbert_finetuned_cl=_DEFAULT_FINETUNED,
+        bag_dual_cl=_DEFAULT_BAG,
         embedding_model=f"{DEFAULT_EMBEDDING_MODEL}{MODEL_SEPARATOR}all-mpnet-base-v2",
     ),
     "paper": Profile(
@@ -169,6 +177,7 @@ PROFILES: dict[str, Profile] = {
         graph_text_cl=MethodSettings(768, 768, 0.1, 200, 256, 5e-4, 1e-4, 0.1, 200),
         sbert_dual_cl=MethodSettings(768, 768, 0.1, 200, 256, 5e-4, 1e-4, 0.1, 200),
         sbert_finetuned_cl=replace(_DEFAULT_FINETUNED, epochs=10, patience=3, max_seq_len=128),
+        bag_dual_cl=_DEFAULT_BAG,
         embedding_model="sentence-transformers/all-mpnet-base-v2",
         torch_threads=0,  # 0: leave torch's default (all cores / the GPU)
     ),

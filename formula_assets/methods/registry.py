@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 from formula_assets.core.protocol import ENSEMBLE
 from formula_assets.core.settings import EXTRA_METHODS_ENV, Settings
 from formula_assets.methods import (
+    bag_dual_cl,
     bm25,
     graph_text_cl,
     sbert_dual_cl,
@@ -42,6 +43,7 @@ BUILT_IN: tuple[Method, ...] = (
     sbert_dual_cl.METHOD,
     sbert_no_cl.METHOD,
     sbert_finetuned_cl.METHOD,
+    bag_dual_cl.METHOD,
 )
 _NAME = re.compile(r"[a-z][a-z0-9_]*")
 _REGISTERED: dict[str, Method] = {}

@@ -92,6 +92,8 @@ class ModelDescription:
     # graph inputs (methods over OPT graphs): token ids (row = id), the widths of the
     # token-text and formula-context vectors each node reads (0: none)
     vocabulary: tuple[str, ...] = ()
+    # the semantic side's features by id (a method over bags of annotation texts and words)
+    semantic_vocabulary: tuple[str, ...] = ()
     token_text_dim: int = 0
     formula_text_dim: int = 0
     unseen_test_tokens: Mapping[str, float] | None = None
@@ -149,6 +151,7 @@ class ModelDescription:
         )
         values["runs"] = tuple(RunSummary(**run) for run in config.get("runs", ()))
         values["vocabulary"] = tuple(config.get("vocabulary", ()))
+        values["semantic_vocabulary"] = tuple(config.get("semantic_vocabulary", ()))
         values["fold"] = int(config["fold"])
         values["extra"] = {k: v for k, v in config.items() if k not in names}
         return cls(**values)
@@ -169,6 +172,7 @@ _REQUIRED = (
 # written only when set: a method without graph inputs has none of these
 _OPTIONAL: dict[str, Any] = {
     "vocabulary": (),
+    "semantic_vocabulary": (),
     "token_text_dim": 0,
     "formula_text_dim": 0,
     "unseen_test_tokens": None,

@@ -32,6 +32,25 @@ class MatrixInputs:
         return self.matrix[torch.from_numpy(np.asarray(rows, dtype=np.int64))]
 
 
+@dataclass
+class BagInputs:
+    """Each row's feature ids, a bag (order and repeats do not matter); a batch is the ids of
+    its rows one after another and where each row starts, as `torch.nn.EmbeddingBag` reads
+    them (a row without ids is an empty bag)."""
+
+    ids: list[list[int]]
+    device: str = "cpu"
+
+    def batch(self, rows: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
+        bags = [self.ids[int(r)] for r in np.asarray(rows).reshape(-1)]
+        starts = np.cumsum([0, *(len(b) for b in bags[:-1])])
+        flat = [i for b in bags for i in b]
+        return (
+            torch.tensor(flat, dtype=torch.long, device=self.device),
+            torch.tensor(starts, dtype=torch.long, device=self.device),
+        )
+
+
 @dataclass(frozen=True)
 class FoldRows:
     """Row indices (into `AlignmentData.qids`) of one fold's splits that a method may use to

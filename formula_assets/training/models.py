@@ -12,6 +12,10 @@ from formula_assets.graphs.encoder import HEAD_DROPOUT, HEAD_HIDDEN, GineEncoder
 
 INITIAL_TEMPERATURE = 0.07
 MIN_TEMPERATURE = 0.01
+# bag_dual_cl: feature vectors start small and random, the temperature where in-batch
+# negatives losses over normalised vectors usually settle
+BAG_INIT_STD = 0.1
+BAG_INITIAL_TEMPERATURE = 0.05
 
 
 class ProjectionHead(nn.Module):
@@ -118,6 +122,27 @@ class GraphTextModel(nn.Module):
 
     def encode_semantic(self, x: torch.Tensor) -> torch.Tensor:
         return self.semantic(x)
+
+
+class BagDualEncoder(nn.Module):
+    """`bag_dual_cl`: one learned vector per feature (a formula's symbols, its annotation's
+    texts and words), a side's vector the sum over its bag. Id 0 is padding, never learned."""
+
+    def __init__(self, structural_size: int, semantic_size: int, out_dim: int) -> None:
+        super().__init__()
+        self.structural = nn.EmbeddingBag(structural_size, out_dim, mode="sum", padding_idx=0)
+        self.semantic = nn.EmbeddingBag(semantic_size, out_dim, mode="sum", padding_idx=0)
+        for bag in (self.structural, self.semantic):
+            nn.init.normal_(bag.weight, std=BAG_INIT_STD)
+            with torch.no_grad():
+                bag.weight[0].zero_()
+        self.temperature = Temperature(BAG_INITIAL_TEMPERATURE)
+
+    def encode_structural(self, bag: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
+        return self.structural(*bag)
+
+    def encode_semantic(self, bag: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
+        return self.semantic(*bag)
 
 
 def views(encode, x) -> tuple[torch.Tensor, torch.Tensor]:
