@@ -117,7 +117,7 @@ _DEFAULT_FINETUNED = MethodSettings(
 
 # bag_dual_cl: `hidden` and `dropout` are unused (a feature vector per symbol, text and word),
 # `out_dim` their width
-_DEFAULT_BAG = MethodSettings(0, 256, 0.0, 60, 128, 1e-2, 0.01, 0.0, 10)
+_DEFAULT_BAG = MethodSettings(0, 512, 0.0, 60, 128, 1e-2, 0.01, 0.0, 10, runs=2)
 
 PROFILES: dict[str, Profile] = {
     "smoke": Profile(

@@ -9,6 +9,7 @@ import torch
 from formula_assets.semantics.bert import folder_weights
 from formula_assets.training.sentence_encoder import (
     EVAL_CHUNK,
+    TRAIN_CHUNK,
     HiddenInputs,
     SentenceTower,
     TokenInputs,
@@ -133,16 +134,24 @@ def test_training_mode_uses_dropout(folder, ids) -> None:
     assert a.requires_grad and not torch.allclose(a, b)
 
 
-def test_a_training_batch_is_one_padded_pass_however_large(folder, ids) -> None:
-    """In training (dropout on) a batch of any size runs as one pass over the padded batch:
-    the same dropout draws as pooling it directly, not length-sorted chunks."""
+def test_a_training_batch_runs_in_length_sorted_groups_in_input_order(folder, ids) -> None:
+    """In training a batch runs in groups of TRAIN_CHUNK rows of similar length (less
+    padding); each row's vector is still its own, in input order, and gradients flow."""
     tower = SentenceTower(folder).train()
-    many = [ids[i % 4] for i in range(EVAL_CHUNK + 6)]
-    torch.manual_seed(3)
+    tower.bert.dropout = tower.bert.attention_dropout = 0.0  # to compare with rows alone
+    many = [ids[i % 4] for i in range(3 * TRAIN_CHUNK + 1)]
     encoded = tower.encode(many)
+    assert encoded.requires_grad
+    for row, item in enumerate(many):
+        assert torch.allclose(encoded[row], alone(tower, item), atol=1e-5)
+    encoded.sum().backward()
+    assert tower.bert.encoder.layer[0].output.dense.weight.grad.abs().sum() > 0
+    tower = SentenceTower(folder).train()
     torch.manual_seed(3)
-    pooled = tower._pooled(many)
-    assert torch.equal(encoded, pooled)
+    first = tower.encode(many)
+    torch.manual_seed(3)
+    assert torch.equal(first, tower.encode(many))  # the groups follow the lengths, not chance
+    assert len({len(i) for i in many}) > 1 and len(many) > TRAIN_CHUNK
 
 
 def test_inputs_follow_the_tower_to_its_device(folder, ids) -> None:
