@@ -75,6 +75,14 @@ def numbers_not_empty(numbers: pa.Table) -> dg.AssetCheckResult:
     return settle(dg.AssetCheckResult(passed=numbers.num_rows > 0))
 
 
+@dg.asset_check(asset=numbers, blocking=True)
+def numbers_within_limit_or_raises(numbers: pa.Table) -> dg.AssetCheckResult:
+    """A check with a bug: past the limit it raises instead of failing."""
+    if numbers.num_rows > LIMIT["rows"]:
+        raise RuntimeError("the check itself is broken")
+    return settle(dg.AssetCheckResult(passed=True))
+
+
 @dg.asset
 def plain() -> pa.Table:
     return pa.table({"i": [1, 2]})
@@ -366,6 +374,47 @@ def test_a_failed_check_keeps_the_last_good_version_and_its_record(data_lake: La
     assert any("recorded again" in m for m in data_lake.messages(rejected))
 
 
+def test_a_check_that_raises_keeps_the_last_good_version_and_its_record(
+    data_lake: Lake, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A blocking check that ends without a result (it raised) rejects the version like a
+    failure: readers keep the last good table, the record follows it, and once the check is
+    mended, run on its own it publishes the version it then passes."""
+    assets = [numbers, numbers_not_empty, numbers_within_limit_or_raises]
+    good = data_lake.run(assets, numbers=3)
+    rejected = data_lake.run(assets, numbers=7)
+    assert good.success and not rejected.success
+    assert checks_of(rejected) == {"numbers_not_empty": True}
+    assert data_lake.published("numbers") == [0, 1, 2]
+    assert f"numbers/{rejected.run_id}.parquet" in data_lake.staged()
+    tags = data_lake.latest_tags("numbers")
+    assert (tags[PUBLISHED_RUN_TAG], tags[REJECTED_RUN_TAG]) == (good.run_id, rejected.run_id)
+    assert tags["dagster/data_version"] == data_version(good, "numbers")
+    [warning] = data_lake.messages(rejected, logging.WARNING)
+    assert warning.startswith("numbers:numbers_within_limit_or_raises ended without a result")
+    assert f"{data_lake.root}/_staged/numbers/{rejected.run_id}.parquet" in warning
+
+    monkeypatch.setitem(LIMIT, "rows", 10)
+    mended = dg.AssetSelection.checks(numbers_within_limit_or_raises)
+    assert data_lake.run(assets, selection=mended).success
+    assert data_lake.published("numbers") == list(range(7))
+    assert data_lake.latest_tags("numbers")[PUBLISHED_RUN_TAG] == rejected.run_id
+
+
+def test_a_published_table_another_instance_made_is_left_unrecorded_with_a_warning(
+    data_lake: Lake,
+) -> None:
+    """Two instances share the data lake: this one has no record of the run that made the
+    published table, so it cannot record it again, and says so."""
+    theirs = Lake(data_lake.root).run(NUMBERS, numbers=3)
+    rejected = data_lake.run(NUMBERS, numbers=7)
+    assert theirs.success and not rejected.success
+    assert data_lake.written_by("numbers") == theirs.run_id
+    assert [r.run_id for r in data_lake.records("numbers")] == [rejected.run_id]
+    warnings = data_lake.messages(rejected, logging.WARNING)
+    assert f"numbers: run {theirs.run_id} made the published table, but it is gone" in warnings
+
+
 def test_a_check_run_on_its_own_judges_the_rejected_version(
     data_lake: Lake, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -378,6 +427,8 @@ def test_a_check_run_on_its_own_judges_the_rejected_version(
 
     again = data_lake.run(NUMBERS, selection=within)
     assert checks_of(again) == {"numbers_within_limit": False}
+    [warning] = data_lake.messages(again, logging.WARNING)  # a failure, and nothing else
+    assert warning.startswith("numbers:numbers_within_limit failed")
     assert data_lake.published("numbers") == [0, 1, 2]
     assert len(data_lake.records("numbers")) == before  # already the published table's
 
