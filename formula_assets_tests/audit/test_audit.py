@@ -257,14 +257,13 @@ def test_most_suspicious_first_a_perfect_fit_last_of_the_scored() -> None:
     assert scored == sorted(scored, reverse=True)
 
 
-def test_a_row_counts_and_names_the_items_concepts() -> None:
+def test_a_row_counts_and_names_the_items_concepts_worst_fitting_first() -> None:
     rows, texts, folds = corpus()
     audit = {r["qid"]: r for r in audit_of(rows, texts, folds).to_pylist()}
     assert audit["Q3"]["num_concepts"] == 2 and audit["Q11"]["num_concepts"] == 0
-    assert {(f["qid"], f["label"]) for f in audit["Q3"]["concept_fit"]} == {
-        ("Q1006", "concept 6"),
-        ("Q1007", "concept 7"),
-    }
+    fit = audit["Q3"]["concept_fit"]
+    assert {(f["qid"], f["label"]) for f in fit} == {("Q1006", "concept 6"), ("Q1007", "concept 7")}
+    assert fit[0]["percentile"] > fit[1]["percentile"]
 
 
 def test_items_no_longer_among_the_formulae_are_left_out_of_their_fold() -> None:
