@@ -389,6 +389,7 @@ def test_part_packages_that_make_no_model_name_the_setting(tmp_path, monkeypatch
 # from it into a temporary cache, as it would from huggingface.co or the mirror HF_ENDPOINT
 # names.
 
+
 @dataclasses.dataclass
 class Hub:
     server: FakeHub
