@@ -1,5 +1,7 @@
-"""What a refresh job costs comes from its assets' definitions (`defs.metadata.step_cost`):
-no table of asset names in the runner."""
+"""The local refresh runner: what a job costs comes from its assets' definitions
+(`defs.metadata.step_cost`, no table of asset names in the runner), which jobs run in this
+process and which in worker processes, what a pool process runs (called here, in this
+process), and a worker that died."""
 
 import os
 import queue
@@ -12,7 +14,9 @@ import pyarrow as pa
 import pytest
 from dagster._core.events import DagsterEventType
 
-from formula_assets.cli.runs import JOB_TAG, Job
+from formula_assets.cli import worker
+from formula_assets.cli.home import ensure_dagster_home
+from formula_assets.cli.runs import JOB_TAG, Job, load_definitions
 from formula_assets.cli.stale import Entry, Target
 from formula_assets.cli.worker import LocalRunner, cost, materialize_here
 from formula_assets.defs.io_managers import DataLakeIOManager
@@ -160,6 +164,11 @@ def heavy() -> pa.Table:
     return pa.table({"x": [1]})
 
 
+@dg.asset(metadata=step_cost(1.0))
+def heavier() -> pa.Table:
+    return pa.table({"x": [4]})
+
+
 @dg.asset
 def light() -> pa.Table:
     return pa.table({"x": [2]})
@@ -184,6 +193,23 @@ def test_a_single_heavy_job_and_the_light_ones_run_in_this_process(tmp_path: Pat
             "heavy": os.getpid(),
             "light": os.getpid(),
             "lighter": os.getpid(),
+        }
+
+
+def test_with_one_worker_every_job_runs_in_this_process(tmp_path: Path) -> None:
+    """`--workers 1`: no pool, however many heavy jobs a round has."""
+    defs = dg.Definitions(
+        assets=[heavy, heavier, light],
+        resources={"io_manager": DataLakeIOManager(base_path=str(tmp_path))},
+    )
+    jobs = [Job(("heavy",)), Job(("heavier",)), Job(("light",))]
+    with dg.instance_for_test() as instance:
+        failed = LocalRunner(workers=1).run(defs, instance, jobs, lambda _line: None)
+        assert failed == []
+        assert _pids(instance) == {
+            "heavy": os.getpid(),
+            "heavier": os.getpid(),
+            "light": os.getpid(),
         }
 
 
@@ -240,3 +266,74 @@ def test_a_worker_leaves_a_job_to_the_run_already_building_it(small) -> None:
         "which has started building it"
     ]
     assert [r.run_id for r in instance.get_runs()] == [other]
+
+
+# --- what a pool process runs, called here ------------------------------------------------------
+# A pool process imports this module afresh from disk; these tests call its initializer and its
+# job function in this process, so that a change to them fails here too (docs/mutation.md).
+
+THREADS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
+
+
+@pytest.fixture
+def fresh_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """This process as a pool process starts: no definitions, no queue, thread counts of its
+    own and an instance folder not made yet (each restored after the test). Returns that
+    folder."""
+    monkeypatch.setattr(worker, "_DEFS", None)
+    monkeypatch.setattr(worker, "_STARTED", None)
+    for name in THREADS:
+        monkeypatch.setenv(name, "4")
+    home = tmp_path / "home"
+    monkeypatch.setenv("DAGSTER_HOME", str(home))
+    return home
+
+
+def test_the_initializer_pins_one_thread_loads_the_definitions_and_keeps_the_queue(
+    fresh_process: Path,
+) -> None:
+    started: queue.Queue = queue.Queue()
+
+    worker.initialize(started)
+
+    assert {name: os.environ[name] for name in THREADS} == dict.fromkeys(THREADS, "1")
+    assert (fresh_process / "dagster.yaml").is_file()  # the shared instance, ready for runs
+    assert worker._DEFS is load_definitions()
+    assert worker._STARTED is started
+
+
+def test_a_pool_job_refuses_to_run_without_the_initializer(fresh_process: Path) -> None:
+    with pytest.raises(RuntimeError, match="initializer loaded the defs"):
+        worker.materialize_job(Job(("light",)))
+
+
+def test_a_pool_job_is_announced_before_it_runs_and_returns_its_outcome(
+    fresh_process: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The job is on the queue, with this process's pid, by the time its asset computes (the
+    refresh reads the queue to name the job of a worker that died); its line is printed; the
+    run is recorded on the shared instance; the job comes back with whether its run
+    succeeded."""
+    seen: list[list[tuple[int, Job]]] = []
+
+    @dg.asset
+    def announced() -> None:
+        seen.append(list(worker._STARTED.queue))
+
+    @dg.asset
+    def failing() -> None:
+        raise ValueError("no inputs")
+
+    started: queue.Queue = queue.Queue()
+    ensure_dagster_home(fresh_process)
+    monkeypatch.setattr(worker, "_DEFS", dg.Definitions(assets=[announced, failing]))
+    monkeypatch.setattr(worker, "_STARTED", started)
+    job, bad = Job(("announced",)), Job(("failing",))
+
+    assert worker.materialize_job(job) == (job, True)
+    assert seen == [[(os.getpid(), job)]]
+    assert capsys.readouterr().out.splitlines() == ["materializing announced"]
+    assert worker.materialize_job(bad) == (bad, False)
+    assert list(started.queue) == [(os.getpid(), job), (os.getpid(), bad)]
+    with dg.DagsterInstance.from_config(str(fresh_process)) as instance:
+        assert sorted(run.tags[JOB_TAG] for run in instance.get_runs()) == ["announced", "failing"]
