@@ -233,23 +233,24 @@ def _pool_workers() -> list[int]:
 def test_heavy_jobs_run_in_worker_processes_that_end_with_the_round(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Two heavy jobs of the project on an empty data lake: each runs in a worker process
-    (which makes the instance folder itself), fails for want of its inputs, and is reported
-    failed; no worker outlives the round."""
+    """Two heavy jobs of the project on an empty data lake: each runs in a worker process,
+    which records its run on the shared instance, fails for want of its inputs, and is
+    reported failed; no worker outlives the round. The instance is opened here first, as the
+    command line opens it: two workers making its databases at once may both stamp their
+    schema version, and then no process can open it."""
     from formula_assets.definitions import defs
 
-    home = tmp_path / "home"  # not there yet: the workers' initializer creates it
-    monkeypatch.setenv("DAGSTER_HOME", str(home))
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home"))
+    home = ensure_dagster_home()
     monkeypatch.setenv("FORMULA_ASSETS_DATA_LAKE", str(tmp_path / "lake"))
     jobs = [Job(("fold_models",), "1|sbert_dual_cl"), Job(("fold_models",), "2|sbert_dual_cl")]
 
-    with dg.DagsterInstance.ephemeral() as here:
-        failed = LocalRunner(workers=2).run(defs, here, jobs, lambda _line: None)
+    with dg.DagsterInstance.get() as instance:
+        failed = LocalRunner(workers=2).run(defs, instance, jobs, lambda _line: None)
+        pids = _pids(instance)
 
     assert _pool_workers() == []
     assert sorted(map(str, failed)) == sorted(map(str, jobs))
-    with dg.DagsterInstance.from_config(str(home)) as instance:
-        pids = _pids(instance)
     assert sorted(pids) == sorted(map(str, jobs))
     assert os.getpid() not in pids.values()
 
