@@ -241,7 +241,7 @@ def test_heavy_jobs_run_in_worker_processes_that_end_with_the_round(
     from formula_assets.definitions import defs
 
     monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home"))
-    home = ensure_dagster_home()
+    ensure_dagster_home()
     monkeypatch.setenv("FORMULA_ASSETS_DATA_LAKE", str(tmp_path / "lake"))
     jobs = [Job(("fold_models",), "1|sbert_dual_cl"), Job(("fold_models",), "2|sbert_dual_cl")]
 
