@@ -107,7 +107,10 @@ def with_semantic(
 ) -> ServingVectors:
     """A copy of a fold whose `rows` have other annotation vectors (per method, in `rows`
     order), their hubness as candidates recomputed as the index computes it (against the
-    fold's training split, with the fold's k)."""
+    fold's training split, with the fold's k). No rows: the fold as it is (the vectors of no
+    annotations have no width to check against)."""
+    if not len(rows):
+        return vectors
     spaces = dict(vectors.spaces)
     hubs = dict(vectors.hubness)
     for method, new in semantic.items():

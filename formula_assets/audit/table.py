@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
@@ -23,6 +23,9 @@ from formula_assets.core.checks import Outcome
 from formula_assets.methods import registry
 from formula_assets.methods.base import LoadedModel
 from formula_assets.search.layout import HELD_OUT, serving_vectors
+
+if TYPE_CHECKING:
+    from formula_assets.training.artifacts import TrainedModel
 
 WIKIDATA = "https://www.wikidata.org/wiki/"
 TOP_ITEMS = 25  # the asset metadata's table
@@ -171,21 +174,19 @@ def _row(
 ) -> dict[str, Any]:
     suggestions: list[Suggestion] = entry.get("missing_concepts") or []
     row = {
+        **dict.fromkeys(AUDIT_SCHEMA.names),
+        **entry,
         "qid": qid,
         "label": item.get("label"),
         "url": WIKIDATA + qid,
         "fold": fold,
         "num_concepts": len(item.get("concepts") or []),
         "unannotated_symbols": unannotated_symbols(item),
-        **{k: None for k in AUDIT_SCHEMA.names if k not in ("qid", "label", "url", "fold")},
-        **entry,
         "missing_concepts": [
             {"qid": s.qid, "label": s.label, "score": s.score, "symbol": s.symbol}
             for s in suggestions
         ],
     }
-    row["unannotated_symbols"] = unannotated_symbols(item)
-    row["num_concepts"] = len(item.get("concepts") or [])
     row["finding"] = finding(row, labels)
     return row
 
@@ -296,14 +297,7 @@ def ranks_in_range(audit: pa.Table) -> Outcome:
     )
 
 
-def loaded_models(trained: Sequence[Any]) -> dict[tuple[int, str], LoadedModel]:
-    """(fold, method) → the network of each trained model (`fold_models`' values), in eval
-    mode, as `Method.load` rebuilds one from the model store."""
-    out = {}
-    for model in trained:
-        method = registry.trained_method(model.method)
-        module = method.build(model.description)
-        module.load_state_dict(model.state)
-        module.eval()
-        out[(model.fold, model.method)] = LoadedModel(model.description, module)
-    return out
+def loaded_models(trained: Sequence[TrainedModel]) -> dict[tuple[int, str], LoadedModel]:
+    """(fold, method) → each trained model (`fold_models`' values) loaded by its method, as
+    the search loads one from the model store (`TrainedMethod.loaded`)."""
+    return {(m.fold, m.method): registry.trained_method(m.method).loaded(m) for m in trained}

@@ -13,13 +13,14 @@ Who does what, and when:
    pass marks the check passed on the versions its step holds, and the pass that completes a
    version's set publishes it (`staging.record_pass`); a failure leaves the last good version
    published. Dagster lets downstream steps run after a failed check of WARN severity, so such
-   a failure settles it like a pass.
+   a failure settles it like a pass. A gating check whose step took a version and is done
+   without settling it (it raised) rejects it like a failure.
 3. **Recording the published version** (the IO manager, after its step or run:
    `Publication.record_published`). Dagster takes an asset's latest materialization (its
    data, code and input versions) as what the asset is, and a child records it as what it
-   read. When a check leaves an older table published (it failed), or publishes one another
-   run materialized (run on its own), that is not the one the published table came from, so
-   that materialization is recorded again.
+   read. When a check leaves an older table published (it failed or raised), or publishes
+   one another run materialized (run on its own), that is not the one the published table
+   came from, so that materialization is recorded again.
 
 Outside every code version, like `defs.checks`: it decides when data is shown, never what
 it is.
@@ -59,7 +60,8 @@ class Staged:
 
 class Publication:
     """The gated versions one data lake IO manager answers for: those its steps staged or
-    read (`held`), and those a check of its run settled (`settled`, to be recorded after).
+    read (`held`), the gating checks of those steps that have not settled them yet
+    (`unsettled`), and those a check of its run settled (`settled`, to be recorded after).
 
     The IO manager lives as long as its resources: one run when the run's steps share a
     process, one step in a step process of its own. Its steps see the same versions: a check
@@ -68,6 +70,7 @@ class Publication:
 
     def __init__(self) -> None:
         self.held: dict[str, Staged] = {}  # by staged table path
+        self.unsettled: dict[str, set[str]] = {}
         self.settled: dict[str, Staged] = {}
 
     def stage(
@@ -107,6 +110,11 @@ class Publication:
         keys = context.asset_partition_keys if context.has_asset_partitions else []
         partition = keys[0] if len(keys) == 1 else None
         self.held[str(version.table)] = Staged(version, context.asset_key, partition)
+        current = _current_context()
+        if current is not None:  # the step's own checks that gate the version: each must settle
+            own = {check_id(key) for key in current.selected_asset_check_keys}
+            gating = own.intersection(staging.required_checks(version) or [])
+            self.unsettled.setdefault(str(version.table), set()).update(gating)
 
     def settle(self, context: CurrentContext, result: dg.AssetCheckResult) -> None:
         """The check of `result` settles the versions held here whose manifest names it;
@@ -119,6 +127,7 @@ class Publication:
         passed = result.passed or result.severity == dg.AssetCheckSeverity.WARN
         for staged, held in list(self.held.items()):
             version = held.version
+            self.unsettled.get(staged, set()).discard(name)
             if passed and staging.record_pass(version, name):
                 op.log.info(f"{name} passed: published {version.published}")
                 self.held.pop(staged, None)
@@ -144,9 +153,27 @@ class Publication:
         run, instance = context.run, context.instance
         if run is None or instance is None:  # not in a run
             return
+        self._reject_unsettled(context.log)
         settled, self.settled = list(self.settled.values()), {}
         for held in settled:
             _record_published(instance, held, run.run_id, context.log)
+
+    def _reject_unsettled(self, log: dg.DagsterLogManager | None) -> None:
+        """A gating check whose step took a version (read it, or wrote it as an in-step check)
+        and is done without settling it raised: it rejects the version like a failure (the
+        version cannot be published without its pass)."""
+        unsettled, self.unsettled = self.unsettled, {}
+        for staged, names in unsettled.items():
+            held = self.held.get(staged)
+            if not names or held is None or staging.required_checks(held.version) is None:
+                continue  # all settled, or published or swept meanwhile
+            if log:
+                log.warning(
+                    f"{', '.join(sorted(names))} ended without a result: "
+                    f"{held.version.published} keeps its last published version; "
+                    f"the rejected one stays at {held.version.table}"
+                )
+            self.settled[staged] = held
 
 
 def settle(result: dg.AssetCheckResult) -> dg.AssetCheckResult:

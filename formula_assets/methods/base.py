@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from formula_assets.evaluation.lineup import FoldData
     from formula_assets.evaluation.ranking import Scorer
     from formula_assets.graphs.inputs import TokenTexts
-    from formula_assets.training.artifacts import ModelDescription
+    from formula_assets.training.artifacts import ModelDescription, TrainedModel
     from formula_assets.training.data import AlignmentData
     from formula_assets.training.inputs import FoldRows, Inputs, Prepared
 
@@ -183,15 +183,21 @@ class TrainedMethod(Method):
 
         return RunAverage([self.network(description) for _ in range(runs)])
 
-    def load(self, directory: UPath) -> LoadedModel:
-        """The model stored in `directory`, weights loaded strictly, in eval mode."""
-        from formula_assets.training.artifacts import load_model
-
-        trained = load_model(directory)
+    def loaded(self, trained: TrainedModel) -> LoadedModel:
+        """A trained model (a `fold_models` value) as a network that encodes queries: built
+        as its description says, its weights loaded strictly (a network they do not fit is
+        an error, not a half-trained model) and in eval mode, so dropout is off and a query
+        always gets the same vector. The search and the audit both load models here."""
         module = self.build(trained.description)
         module.load_state_dict(trained.state)
         module.eval()
         return LoadedModel(trained.description, module)
+
+    def load(self, directory: UPath) -> LoadedModel:
+        """The model stored in `directory` (the model store's layout), as `loaded` makes it."""
+        from formula_assets.training.artifacts import load_model
+
+        return self.loaded(load_model(directory))
 
     # -- Table 2 and the index -----------------------------------------------------------
 

@@ -17,7 +17,9 @@ saved over the same files is a new model to both.
 
 from __future__ import annotations
 
+import math
 import time
+import urllib.parse
 import urllib.request
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -42,8 +44,7 @@ if TYPE_CHECKING:
 # its files' content is the data version of the `sentence_model` source asset.
 RESULT_SETTINGS = ("embedding_model",)
 PAPER_MODEL_NAME = "sentence-transformers/all-mpnet-base-v2"
-HUB_URL = "https://huggingface.co"
-HUB_PROBE_TIMEOUT_S = 5.0
+HUB_PROBE_TIMEOUT_S = 5.0  # a hub that does not answer by then is taken as unreachable
 DEFAULT_BATCH_SIZE = 64
 UNRESOLVED = "hub-"  # prefix of the identity of a hub model not downloaded yet
 
@@ -165,11 +166,23 @@ def downloaded(
     return resolved
 
 
-def hub_reachable(timeout_s: float = HUB_PROBE_TIMEOUT_S) -> bool:
+def hub_endpoint() -> str:
+    """The hub huggingface_hub downloads from: https://huggingface.co, or the mirror named by
+    its own HF_ENDPOINT variable (read by huggingface_hub when it is imported)."""
+    from huggingface_hub import constants
+
+    return str(constants.ENDPOINT)
+
+
+def hub_reachable(endpoint: str | None = None, timeout_s: float = HUB_PROBE_TIMEOUT_S) -> bool:
+    """Whether `endpoint` (default: the hub downloads come from, so that a mirror is asked
+    and not huggingface.co) answers a HEAD request within `timeout_s` seconds."""
+    url = endpoint or hub_endpoint()
+    if urllib.parse.urlsplit(url).scheme not in ("http", "https"):
+        return False  # a hub is a web server: never open a local file or another scheme
     try:
-        with urllib.request.urlopen(
-            urllib.request.Request(HUB_URL, method="HEAD"), timeout=timeout_s
-        ):
+        request = urllib.request.Request(url, method="HEAD")  # noqa: S310 (http(s), above)
+        with urllib.request.urlopen(request, timeout=timeout_s):  # noqa: S310
             return True
     except Exception:
         return False
@@ -200,13 +213,14 @@ def load_model(
 
     Local folders load without any network access. A hub id loads from the local cache if it
     is there, and from the hub only when it is not `offline` (the hf_hub_offline setting,
-    HF_HUB_OFFLINE) and the hub answers a quick probe.
+    HF_HUB_OFFLINE) and the hub answers a quick probe (`hub_reachable`).
     """
+    import torch
     from sentence_transformers import SentenceTransformer
     from transformers.utils import logging as transformers_logging
 
     transformers_logging.disable_progress_bar()  # one bar per load clutters CLI and run logs
-    device = device or ("cuda" if _cuda_available() else "cpu")
+    device = device or ("cuda" if torch.cuda.is_available() else "cpu")
     folder = spec.location if spec.local else cached_snapshot(spec.location)
     if folder is not None:
         try:
@@ -230,12 +244,6 @@ def load_model(
             f"sentence-transformer {spec.name!r} (from {spec.origin}) could not be loaded from "
             f"the Hugging Face hub: {_short(exc)}"
         ) from None
-
-
-def _cuda_available() -> bool:
-    import torch
-
-    return bool(torch.cuda.is_available())
 
 
 class TextEmbedder:
@@ -328,19 +336,21 @@ def _cached_model(spec: ModelSpec, device: str | None, offline: bool) -> Sentenc
 
 
 class ProgressLog:
-    """Progress lines at most every `every_s` seconds, with the running rate."""
+    """Progress lines: the first, then at most one every `every_s` seconds, and the last;
+    each with the rate since the start (none before any time has passed)."""
 
     def __init__(self, log: Callable[[str], None], label: str, every_s: float = 5.0) -> None:
         self.log = log
         self.label = label
         self.every_s = every_s
         self.started = time.perf_counter()
-        self.last = 0.0
+        self.last = -math.inf  # perf_counter's zero is arbitrary: no line yet, whatever it reads
 
     def __call__(self, done: int, total: int) -> None:
         now = time.perf_counter()
         if done < total and now - self.last < self.every_s:
             return
         self.last = now
-        rate = done / max(now - self.started, 1e-9)
-        self.log(f"{self.label}: {done:,}/{total:,} ({rate:,.0f}/s)")
+        elapsed = now - self.started
+        rate = f" ({done / elapsed:,.0f}/s)" if elapsed > 0 else ""
+        self.log(f"{self.label}: {done:,}/{total:,}{rate}")

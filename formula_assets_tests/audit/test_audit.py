@@ -3,6 +3,7 @@ concept fit, the rows of items it cannot score, its checks, and `formula-assets 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 
@@ -10,19 +11,26 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+import torch
 
 from formula_assets.audit.concepts import identifiers, suspicion, unannotated_symbols
 from formula_assets.audit.scores import pair_scores
 from formula_assets.audit.table import (
     build_audit,
+    loaded_models,
     one_row_per_item,
     ranks_in_range,
     tsv_rows,
 )
 from formula_assets.cli import main
+from formula_assets.core.profiles import get_profile
 from formula_assets.defs.metadata import annotation_audit_top
 from formula_assets.evaluation.ranking import MatrixScorer
+from formula_assets.methods import registry
+from formula_assets.methods.base import LoadedModel
 from formula_assets.search.layout import INDEX_SCHEMA, METADATA_KEY
+from formula_assets.training.artifacts import TrainedModel
+from formula_assets_tests.training.descriptions import described
 
 DIM = 64
 METHOD = "sbert_no_cl"  # untrained: its text vectors are the sentence vectors themselves
@@ -68,7 +76,15 @@ def corpus(n: int = 12) -> tuple[list[dict], dict[str, np.ndarray], dict[str, in
     return rows, texts, folds
 
 
-def index_of(rows: list[dict], texts: dict, folds: dict, indexed: tuple[int, ...]) -> pa.Table:
+def index_of(
+    rows: list[dict],
+    texts: dict,
+    folds: dict,
+    indexed: tuple[int, ...],
+    method: str = METHOD,
+    network: torch.nn.Module | None = None,
+) -> pa.Table:
+    """`method`'s search index; a trained method's vectors are `network`'s projections."""
     parts = []
     for fold in indexed:
         qids = [r["qid"] for r in rows]
@@ -78,13 +94,17 @@ def index_of(rows: list[dict], texts: dict, folds: dict, indexed: tuple[int, ...
         semantic = np.stack(
             [texts[r["label"]] + sum((texts[c["label"]] for c in r["concepts"]), 0) for r in rows]
         )
+        if network is not None:
+            with torch.no_grad():
+                structural = network.encode_structural(torch.from_numpy(structural)).numpy()
+                semantic = network.encode_semantic(torch.from_numpy(semantic)).numpy()
         splits = ["test" if folds.get(q) == fold else "train" for q in qids]
         n = len(qids)
         parts.append(
             pa.table(
                 {
                     "fold": pa.array([fold] * n, pa.int8()),
-                    "method": [METHOD] * n,
+                    "method": [method] * n,
                     "qid": qids,
                     "split": splits,
                     "structural": [list(map(float, v)) for v in structural],
@@ -96,7 +116,7 @@ def index_of(rows: list[dict], texts: dict, folds: dict, indexed: tuple[int, ...
             )
         )
     summary = {
-        "ensemble_weights": {str(f): {METHOD: 1.0} for f in indexed},
+        "ensemble_weights": {str(f): {method: 1.0} for f in indexed},
         "ensemble_hubness_k": {str(f): 0 for f in indexed},
     }
     table = pa.concat_tables(parts)
@@ -217,3 +237,81 @@ def test_the_command_prints_and_writes_the_list(tmp_path, monkeypatch, capsys) -
     assert main(["audit", "--top", "0"]) == 2
     assert main(["audit", "--tsv", str(tmp_path / "no" / "such" / "dir.tsv")]) == 2
     assert "cannot write" in capsys.readouterr().err
+
+
+def test_the_ui_table_shows_the_25_most_suspicious() -> None:
+    rows, texts, folds = corpus(30)
+    lines = annotation_audit_top(audit_of(rows, texts, folds)).value.splitlines()
+    assert len(lines) == 2 + 25  # of the 29 items with concepts, as docs/audit.md says
+
+
+def test_most_suspicious_first_a_perfect_fit_last_of_the_scored() -> None:
+    """An item whose one concept fits best has suspicion 0: it comes after every item with
+    any doubt, and before the items without concepts (no suspicion), which sort by qid."""
+    rows, texts, folds = corpus()
+    rows[4]["concepts"].pop()
+    audit = audit_of(rows, texts, folds).to_pylist()
+    assert next(r for r in audit if r["qid"] == "Q4")["suspicion"] == 0.0
+    assert [r["qid"] for r in audit][-2:] == ["Q4", "Q11"]
+    scored = [r["suspicion"] for r in audit if r["suspicion"] is not None]
+    assert scored == sorted(scored, reverse=True)
+
+
+def test_a_row_counts_and_names_the_items_concepts_worst_fitting_first() -> None:
+    rows, texts, folds = corpus()
+    audit = {r["qid"]: r for r in audit_of(rows, texts, folds).to_pylist()}
+    assert audit["Q3"]["num_concepts"] == 2 and audit["Q11"]["num_concepts"] == 0
+    fit = audit["Q3"]["concept_fit"]
+    assert {(f["qid"], f["label"]) for f in fit} == {("Q1006", "concept 6"), ("Q1007", "concept 7")}
+    assert fit[0]["percentile"] > fit[1]["percentile"]
+
+
+def test_items_no_longer_among_the_formulae_are_left_out_of_their_fold() -> None:
+    """cv_folds and the index may hold items wikidata_formulae has lost since: a fold none
+    of whose held-out items remain scores nothing, and the other folds are audited."""
+    rows, texts, folds = corpus()
+    index = index_of(rows, texts, folds, (1, 2))
+    remaining = [r for r in rows if folds[r["qid"]] == 2]
+    audit = build_audit(remaining, index, folds, {}, texts, "sum").to_pylist()
+    assert sorted(r["qid"] for r in audit) == sorted(r["qid"] for r in remaining)
+    assert all(r["scored"] for r in audit)
+
+
+def test_a_trained_method_audits_with_its_trained_weights_and_no_dropout() -> None:
+    """A trained method maps the concepts' texts into its space with the fold's network:
+    loaded by `loaded_models`, the audit is the one the trained network gives (not an
+    untrained network of the same shape), the same every time (dropout off); without the
+    fold's model, the fold is not scored."""
+    method = registry.trained_method("sbert_dual_cl")
+    settings = dataclasses.replace(
+        get_profile("smoke").sbert_dual_cl, hidden=16, out_dim=8, dropout=0.5, runs=1
+    )
+    description = dataclasses.replace(
+        described(), settings=settings, structural_dim=DIM, semantic_dim=DIM
+    )
+    torch.manual_seed(1)
+    network = method.network(description).eval()
+    trained = [
+        TrainedModel(dataclasses.replace(description, fold=f), network.state_dict()) for f in (1, 2)
+    ]
+    rows, texts, folds = corpus()
+    index = index_of(rows, texts, folds, (1, 2), method.name, network)
+
+    def audit(models: dict) -> pa.Table:
+        return build_audit(rows, index, folds, models, texts, "sum")
+
+    models = loaded_models(trained)
+    assert sorted(models) == [(1, method.name), (2, method.name)]
+    assert all(not m.module.training for m in models.values())
+    loaded = audit(models)
+    assert all(loaded.column("scored").to_pylist())
+    assert loaded.equals(audit(models))
+    by_hand = {key: LoadedModel(m.description, network) for key, m in models.items()}
+    assert loaded.equals(audit(by_hand))
+    torch.manual_seed(2)
+    untrained = {key: LoadedModel(m.description, method.network(description).eval())
+                 for key, m in models.items()}  # fmt: skip
+    assert not loaded.equals(audit(untrained))
+    without = {r["qid"]: r for r in audit({(1, method.name): models[(1, method.name)]}).to_pylist()}
+    assert without["Q0"]["scored"]  # fold 1
+    assert without["Q1"]["remark"] == "fold 2 could not be scored: no sbert_dual_cl model"

@@ -110,6 +110,15 @@ def test_edited_annotations_replace_their_rows_and_their_hubness_for_members() -
     np.testing.assert_array_equal(fold.hubness["member"][1], 0)
 
 
+def test_no_rows_to_change_leave_the_fold_as_it_is() -> None:
+    """A fold with no corruptible held-out item: the audit's semantic side of no annotations
+    is a (0, 0) array, which must not meet the fold's rows."""
+    member = (np.ones((3, 2)), np.ones((3, 2)))
+    fold = vectors_of({"member": member}, weights={"member": 1.0}, k=1)
+    edited = with_semantic(fold, np.array([], dtype=np.int64), {"member": np.zeros((0, 0))})
+    assert edited is fold
+
+
 def test_the_hubness_reference_is_the_training_split() -> None:
     structural = np.arange(12, dtype=float).reshape(6, 2)
     fold = vectors_of(

@@ -1,5 +1,7 @@
-"""What a refresh job costs comes from its assets' definitions (`defs.metadata.step_cost`):
-no table of asset names in the runner."""
+"""The local refresh runner: what a job costs comes from its assets' definitions
+(`defs.metadata.step_cost`, no table of asset names in the runner), which jobs run in this
+process and which in worker processes, what a pool process runs (called here, in this
+process), and a worker that died."""
 
 import os
 import queue
@@ -12,7 +14,9 @@ import pyarrow as pa
 import pytest
 from dagster._core.events import DagsterEventType
 
-from formula_assets.cli.runs import JOB_TAG, Job
+from formula_assets.cli import worker
+from formula_assets.cli.home import ensure_dagster_home
+from formula_assets.cli.runs import JOB_TAG, Job, load_definitions
 from formula_assets.cli.stale import Entry, Target
 from formula_assets.cli.worker import LocalRunner, cost, materialize_here
 from formula_assets.defs.io_managers import DataLakeIOManager
@@ -160,6 +164,11 @@ def heavy() -> pa.Table:
     return pa.table({"x": [1]})
 
 
+@dg.asset(metadata=step_cost(1.0))
+def heavier() -> pa.Table:
+    return pa.table({"x": [4]})
+
+
 @dg.asset
 def light() -> pa.Table:
     return pa.table({"x": [2]})
@@ -187,6 +196,23 @@ def test_a_single_heavy_job_and_the_light_ones_run_in_this_process(tmp_path: Pat
         }
 
 
+def test_with_one_worker_every_job_runs_in_this_process(tmp_path: Path) -> None:
+    """`--workers 1`: no pool, however many heavy jobs a round has."""
+    defs = dg.Definitions(
+        assets=[heavy, heavier, light],
+        resources={"io_manager": DataLakeIOManager(base_path=str(tmp_path))},
+    )
+    jobs = [Job(("heavy",)), Job(("heavier",)), Job(("light",))]
+    with dg.instance_for_test() as instance:
+        failed = LocalRunner(workers=1).run(defs, instance, jobs, lambda _line: None)
+        assert failed == []
+        assert _pids(instance) == {
+            "heavy": os.getpid(),
+            "heavier": os.getpid(),
+            "light": os.getpid(),
+        }
+
+
 def _pool_workers() -> list[int]:
     workers = []
     for status in Path("/proc").glob("[0-9]*/status"):
@@ -207,23 +233,24 @@ def _pool_workers() -> list[int]:
 def test_heavy_jobs_run_in_worker_processes_that_end_with_the_round(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Two heavy jobs of the project on an empty data lake: each runs in a worker process
-    (which makes the instance folder itself), fails for want of its inputs, and is reported
-    failed; no worker outlives the round."""
+    """Two heavy jobs of the project on an empty data lake: each runs in a worker process,
+    which records its run on the shared instance, fails for want of its inputs, and is
+    reported failed; no worker outlives the round. The instance is opened here first, as the
+    command line opens it: two workers making its databases at once may both stamp their
+    schema version, and then no process can open it."""
     from formula_assets.definitions import defs
 
-    home = tmp_path / "home"  # not there yet: the workers' initializer creates it
-    monkeypatch.setenv("DAGSTER_HOME", str(home))
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home"))
+    ensure_dagster_home()
     monkeypatch.setenv("FORMULA_ASSETS_DATA_LAKE", str(tmp_path / "lake"))
     jobs = [Job(("fold_models",), "1|sbert_dual_cl"), Job(("fold_models",), "2|sbert_dual_cl")]
 
-    with dg.DagsterInstance.ephemeral() as here:
-        failed = LocalRunner(workers=2).run(defs, here, jobs, lambda _line: None)
+    with dg.DagsterInstance.get() as instance:
+        failed = LocalRunner(workers=2).run(defs, instance, jobs, lambda _line: None)
+        pids = _pids(instance)
 
     assert _pool_workers() == []
     assert sorted(map(str, failed)) == sorted(map(str, jobs))
-    with dg.DagsterInstance.from_config(str(home)) as instance:
-        pids = _pids(instance)
     assert sorted(pids) == sorted(map(str, jobs))
     assert os.getpid() not in pids.values()
 
@@ -240,3 +267,74 @@ def test_a_worker_leaves_a_job_to_the_run_already_building_it(small) -> None:
         "which has started building it"
     ]
     assert [r.run_id for r in instance.get_runs()] == [other]
+
+
+# --- what a pool process runs, called here ------------------------------------------------------
+# A pool process imports this module afresh from disk; these tests call its initializer and its
+# job function in this process, so that a change to them fails here too (docs/mutation.md).
+
+THREADS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
+
+
+@pytest.fixture
+def fresh_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """This process as a pool process starts: no definitions, no queue, thread counts of its
+    own and an instance folder not made yet (each restored after the test). Returns that
+    folder."""
+    monkeypatch.setattr(worker, "_DEFS", None)
+    monkeypatch.setattr(worker, "_STARTED", None)
+    for name in THREADS:
+        monkeypatch.setenv(name, "4")
+    home = tmp_path / "home"
+    monkeypatch.setenv("DAGSTER_HOME", str(home))
+    return home
+
+
+def test_the_initializer_pins_one_thread_loads_the_definitions_and_keeps_the_queue(
+    fresh_process: Path,
+) -> None:
+    started: queue.Queue = queue.Queue()
+
+    worker.initialize(started)
+
+    assert {name: os.environ[name] for name in THREADS} == dict.fromkeys(THREADS, "1")
+    assert (fresh_process / "dagster.yaml").is_file()  # the shared instance, ready for runs
+    assert worker._DEFS is load_definitions()
+    assert worker._STARTED is started
+
+
+def test_a_pool_job_refuses_to_run_without_the_initializer(fresh_process: Path) -> None:
+    with pytest.raises(RuntimeError, match="initializer loaded the defs"):
+        worker.materialize_job(Job(("light",)))
+
+
+def test_a_pool_job_is_announced_before_it_runs_and_returns_its_outcome(
+    fresh_process: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The job is on the queue, with this process's pid, by the time its asset computes (the
+    refresh reads the queue to name the job of a worker that died); its line is printed; the
+    run is recorded on the shared instance; the job comes back with whether its run
+    succeeded."""
+    seen: list[list[tuple[int, Job]]] = []
+
+    @dg.asset
+    def announced() -> None:
+        seen.append(list(worker._STARTED.queue))
+
+    @dg.asset
+    def failing() -> None:
+        raise ValueError("no inputs")
+
+    started: queue.Queue = queue.Queue()
+    ensure_dagster_home(fresh_process)
+    monkeypatch.setattr(worker, "_DEFS", dg.Definitions(assets=[announced, failing]))
+    monkeypatch.setattr(worker, "_STARTED", started)
+    job, bad = Job(("announced",)), Job(("failing",))
+
+    assert worker.materialize_job(job) == (job, True)
+    assert seen == [[(os.getpid(), job)]]
+    assert capsys.readouterr().out.splitlines() == ["materializing announced"]
+    assert worker.materialize_job(bad) == (bad, False)
+    assert list(started.queue) == [(os.getpid(), job), (os.getpid(), bad)]
+    with dg.DagsterInstance.from_config(str(fresh_process)) as instance:
+        assert sorted(run.tags[JOB_TAG] for run in instance.get_runs()) == ["announced", "failing"]

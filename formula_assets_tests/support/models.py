@@ -85,3 +85,24 @@ def tiny_bert(target: Path, layers: int = 3, width: int = 8, seed: int = 0) -> P
     state = {k: v.contiguous() for k, v in BertEncoder(config).state_dict().items()}
     save_file(state, str(target / "model.safetensors"))
     return target
+
+
+def tiny_sentence_model(target: Path, seed: int = 0) -> Path:
+    """`tiny_bert` as a sentence-transformers folder (modules.json: the BERT, mean pooling;
+    the packaged model's tokenizer files): what a hub repository of a sentence model holds,
+    a few megabytes, loaded in a second.
+    Its vectors are not unit length (no Normalize module)."""
+    tiny_bert(target, seed=seed)
+    for name in ("tokenizer_config.json", "special_tokens_map.json", "vocab.txt"):
+        shutil.copy(packaged_default_path() / name, target / name)
+    kinds = {"": "Transformer", "1_Pooling": "Pooling"}
+    modules = [
+        {"idx": i, "name": str(i), "path": path, "type": f"sentence_transformers.models.{kind}"}
+        for i, (path, kind) in enumerate(kinds.items())
+    ]
+    (target / "modules.json").write_text(json.dumps(modules), "utf-8")
+    width = json.loads((target / "config.json").read_text("utf-8"))["hidden_size"]
+    (target / "1_Pooling").mkdir()
+    pooling = {"word_embedding_dimension": width, "pooling_mode_mean_tokens": True}
+    (target / "1_Pooling" / "config.json").write_text(json.dumps(pooling), "utf-8")
+    return target

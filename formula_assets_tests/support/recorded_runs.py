@@ -35,15 +35,19 @@ def small(
 
 
 def a_run(
-    defs: dg.Definitions, instance: dg.DagsterInstance, status: dg.DagsterRunStatus, pid: int
+    defs: dg.Definitions,
+    instance: dg.DagsterInstance,
+    status: dg.DagsterRunStatus,
+    pid: int,
+    key: dg.AssetKey = KEY,
 ) -> str:
-    """A run of `wikidata_formulae`: created (announcing what it will build), then queued, or
-    begun by process `pid`."""
+    """A run of `key` (`wikidata_formulae` unless said): created (announcing what it will
+    build), then queued, or begun by process `pid`."""
     job = defs.resolve_implicit_global_asset_job_def()
     location = InProcessCodeLocationOrigin(LoadableTargetOrigin(python_file=__file__))
     origin = RemoteJobOrigin(RemoteRepositoryOrigin(location, "__repository__"), job.name)
     run = instance.create_run_for_job(
-        job, asset_selection=frozenset({KEY}), remote_job_origin=origin
+        job, asset_selection=frozenset({key}), remote_job_origin=origin
     )
     event = {
         dg.DagsterRunStatus.QUEUED: DagsterEventType.RUN_ENQUEUED,
