@@ -103,14 +103,6 @@ def test_features_the_training_rows_lack_are_left_out_of_the_bags() -> None:
     assert min(ids.tolist() + semantic_ids.tolist()) > 1  # never padding or unknown
 
 
-def test_a_batch_is_the_rows_ids_in_turn_and_where_each_starts() -> None:
-    bags = BagInputs([[2, 3], [], [4], [5, 6, 7]])
-    ids, starts = bags.batch(np.array([3, 1, 0, 2]))
-    assert ids.tolist() == [5, 6, 7, 2, 3, 4]
-    assert starts.tolist() == [0, 3, 3, 5]
-    assert ids.dtype == starts.dtype == torch.long
-
-
 def test_a_side_is_the_sum_of_its_features_vectors() -> None:
     network = METHOD.network(dataclasses.replace(description(), vocabulary=("a",) * 5,
                                                  semantic_vocabulary=("b",) * 4))  # fmt: skip

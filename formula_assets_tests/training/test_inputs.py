@@ -1,4 +1,5 @@
-"""What a method and the loop exchange: rows of a matrix by index, and frozen records."""
+"""What a method and the loop exchange: rows of a matrix or of bags by index, and frozen
+records."""
 
 import dataclasses
 
@@ -6,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from formula_assets.training.inputs import FoldRows, MatrixInputs, Prepared
+from formula_assets.training.inputs import BagInputs, FoldRows, MatrixInputs, Prepared
 
 
 def test_matrix_inputs_give_the_rows_asked_for_in_that_order() -> None:
@@ -14,6 +15,19 @@ def test_matrix_inputs_give_the_rows_asked_for_in_that_order() -> None:
     batch = MatrixInputs(matrix).batch(np.array([2, 0, 2]))
     assert batch.tolist() == [[6, 7, 8], [0, 1, 2], [6, 7, 8]]
     assert MatrixInputs(matrix).batch([3]).tolist() == [[9, 10, 11]]  # any sequence of ints
+
+
+def test_a_bag_batch_is_the_rows_ids_in_turn_and_where_each_starts() -> None:
+    """`torch.nn.EmbeddingBag`'s input and offsets: row i's ids start at offsets[i]."""
+    bags = BagInputs([[2, 3], [], [4], [5, 6, 7]])
+    ids, starts = bags.batch(np.array([3, 1, 0, 2]))
+    assert ids.tolist() == [5, 6, 7, 2, 3, 4]
+    assert starts.tolist() == [0, 3, 3, 5]
+    assert ids.dtype == starts.dtype == torch.long
+    ids, starts = bags.batch(np.array([[2], [0]]))  # a column of rows reads as a list
+    assert ids.tolist() == [4, 2, 3] and starts.tolist() == [0, 1]
+    ids, starts = bags.batch(np.array([1]))  # one empty bag: no ids, one offset
+    assert ids.tolist() == [] and starts.tolist() == [0]
 
 
 def test_fold_rows_and_prepared_inputs_cannot_be_reassigned() -> None:
