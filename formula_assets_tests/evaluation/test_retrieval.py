@@ -58,6 +58,7 @@ def test_every_fold_method_and_direction(evaluation, models) -> None:
         "graph_text_cl",
         "sbert_dual_cl",
         "sbert_finetuned_cl",
+        "bag_dual_cl",
         "score_ensemble",
     ]
     for row in rows:
@@ -106,6 +107,7 @@ def test_ensemble_weights_never_see_the_test_fold(inputs, models, evaluation) ->
             "sbert_dual_cl",
             "sbert_no_cl",
             "sbert_finetuned_cl",
+            "bag_dual_cl",
         ]
         assert sum(weights.values()) == pytest.approx(1.0)
 

@@ -1,5 +1,6 @@
 """The aligners' parts on tiny inputs: the projection head reads directions only, CLIP's
-temperature and its floor, dropout views, and the seed ensemble's joined vectors."""
+temperature and its floor, dropout views, the bag encoder's sums, and the seed ensemble's
+joined vectors."""
 
 import math
 
@@ -12,6 +13,7 @@ from formula_assets.graphs.inputs import GraphInputs
 from formula_assets.graphs.vocabulary import TokenVocabulary
 from formula_assets.syntax.opt import build_opt_graphs
 from formula_assets.training.models import (
+    BagDualEncoder,
     DualEncoder,
     GraphTextModel,
     ProjectionHead,
@@ -131,6 +133,28 @@ class Fixed(torch.nn.Module):
 
     def encode_semantic(self, x):
         return self.m
+
+
+def test_bag_encoder_sums_its_features_and_never_learns_the_padding_row() -> None:
+    torch.manual_seed(0)
+    network = BagDualEncoder(2000, 300, 64)
+    structural, semantic = network.structural.weight, network.semantic.weight
+    assert structural.shape == (2000, 64) and semantic.shape == (300, 64)
+    assert structural[0].abs().sum() == 0 and semantic[0].abs().sum() == 0
+    # small random starts (std 0.1) and CLIP's starting temperature lowered to 0.05
+    assert abs(float(structural[1:].std()) - 0.1) < 0.005
+    assert abs(float(semantic[1:].std()) - 0.1) < 0.01
+    assert abs(float(structural[1:].mean())) < 0.005
+    assert float(network.temperature()) == pytest.approx(0.05)
+    bags = (torch.tensor([0, 1, 2, 1]), torch.tensor([0, 2]))  # [pad, 1] and [2, 1]
+    vectors = network.encode_structural(bags)
+    assert torch.allclose(vectors[0], structural[1]) and torch.allclose(
+        vectors[1], structural[2] + structural[1]
+    )
+    assert torch.allclose(network.encode_semantic(bags)[1], semantic[2] + semantic[1])
+    vectors.sum().backward()
+    assert structural.grad[0].abs().sum() == 0  # padding: never learned
+    assert structural.grad[1].abs().sum() > 0 and structural.grad[3].abs().sum() == 0
 
 
 def test_run_average_cosines_are_the_mean_of_the_runs_cosines() -> None:

@@ -154,6 +154,23 @@ def test_a_training_batch_runs_in_length_sorted_groups_in_input_order(folder, id
     assert len({len(i) for i in many}) > 1 and len(many) > TRAIN_CHUNK
 
 
+def test_only_training_runs_in_groups(folder, ids) -> None:
+    """Groups of at most TRAIN_CHUNK rows in training; one padded pass in eval mode."""
+    many = [ids[i % 4] for i in range(3 * TRAIN_CHUNK + 1)]
+    for training, sizes in ((True, [TRAIN_CHUNK] * 3 + [1]), (False, [len(many)])):
+        tower = SentenceTower(folder).train(training)
+        seen: list[int] = []
+        padded = tower._pooled_padded
+
+        def spy(items, seen=seen, padded=padded):
+            seen.append(len(items))
+            return padded(items)
+
+        tower._pooled_padded = spy
+        tower.encode(many)
+        assert seen == sizes, training
+
+
 def test_inputs_follow_the_tower_to_its_device(folder, ids) -> None:
     """A tower moved to another device builds its padded inputs there (torch's `meta` device
     stands in for an accelerator: every machine has it, it computes shapes only)."""
