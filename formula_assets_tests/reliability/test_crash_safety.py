@@ -8,6 +8,7 @@ next write succeeds and clears the dead writer's debris.
 """
 
 import json
+import multiprocessing
 import os
 import random
 import signal
@@ -25,7 +26,7 @@ from upath import UPath
 from formula_assets.core import lake
 from formula_assets.training import artifacts
 from formula_assets.training.artifacts import load_model, save_model
-from formula_assets_tests.support.crash_writer import model, table
+from formula_assets_tests.support.crash_writer import model, table, write
 
 ROOT = Path(__file__).resolve().parents[2]
 BIG = 12_000_000  # rows / floats: ~100 MB, so a write lasts long enough to be interrupted
@@ -71,11 +72,15 @@ def test_a_model_save_killed_at_any_step_leaves_one_complete_version(tmp_path: P
     steps = int(out.split("steps")[1])
     assert steps == 5 * 5 + 1  # five files (weights … config, then the pointer), the prune
     new_from = steps - 2  # from just after the pointer's rename, the new version is current
+    # the 26 writers are forked from this process (a new interpreter each would spend most of
+    # the test importing torch); the counting writer above ran as the others do, on its own
+    fork = multiprocessing.get_context("fork")
     for step in range(steps):
         save_model(model(1.0, 10), UPath(directory))
-        process = writer("model", directory, 2.0, 20, 1, "--kill-at", str(step))
-        process.wait(timeout=120)
-        assert process.returncode == -signal.SIGKILL, step
+        process = fork.Process(target=write, args=("model", str(directory), 2.0, 20, 1, step))
+        process.start()
+        process.join(timeout=120)
+        assert process.exitcode == -signal.SIGKILL, step
         value = assert_one_complete_model(directory, {1.0: 10, 2.0: 20})
         assert (value == 2.0) == (step >= new_from), step
         save_model(model(3.0, 5), UPath(directory))  # the next save works and cleans up

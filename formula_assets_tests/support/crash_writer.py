@@ -75,6 +75,22 @@ def install(steps: Steps, kind: str) -> None:
         steps.around(artifacts, "_prune", "before pruning")
 
 
+def write(kind: str, target: str, value: float, rows: int, times: int, kill_at: int = -1) -> int:
+    """Write `times` times, dying at step `kill_at` if it comes; the steps taken."""
+    steps = Steps(kill_at)
+    install(steps, kind)
+    path = UPath(target)
+    for _ in range(times):
+        if kind == "parquet":
+            lake.write_parquet_atomic(table(value, rows), path)
+        else:
+            from formula_assets.training.artifacts import save_model
+
+            save_model(model(value, rows), path)
+        print("wrote", flush=True)
+    return steps.count
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("kind", choices=["parquet", "model"])
@@ -85,19 +101,9 @@ def main() -> None:
     parser.add_argument("--kill-at", type=int, default=-1)
     parser.add_argument("--count", action="store_true")
     args = parser.parse_args()
-    steps = Steps(args.kill_at)
-    install(steps, args.kind)
-    path = UPath(args.target)
-    for _ in range(args.times):
-        if args.kind == "parquet":
-            lake.write_parquet_atomic(table(args.value, args.rows), path)
-        else:
-            from formula_assets.training.artifacts import save_model
-
-            save_model(model(args.value, args.rows), path)
-        print("wrote", flush=True)
+    count = write(args.kind, args.target, args.value, args.rows, args.times, args.kill_at)
     if args.count:
-        print(f"steps {steps.count}", flush=True)
+        print(f"steps {count}", flush=True)
 
 
 if __name__ == "__main__":
