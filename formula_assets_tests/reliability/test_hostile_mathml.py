@@ -12,6 +12,7 @@ resolve, load and fetch nothing. The second wall is tested on its own, bypassing
 from __future__ import annotations
 
 import base64
+import gc
 import re
 import socket
 import time
@@ -221,16 +222,23 @@ def test_attack_is_a_clear_error_fast_bounded_and_offline(
     name: str, listener: str, secret_file: Path, broken_dtd: Path
 ) -> None:
     text, reason = cases(listener, secret_file, broken_dtd)[name]
+    # CPU seconds of this thread: the parser's own work, not the wait for a core on a busy
+    # machine, nor other threads of a long test session, nor a collection of the session's
+    # heap that the parse happened to trigger (0.17 s here alone, 1.1 s counted by
+    # process_time at the end of a full run)
+    gc.collect()
+    gc.disable()
     tracemalloc.start()
-    # CPU seconds: the parser's own work, not the wait for a core on a busy machine
-    started = time.process_time()
+    started = time.thread_time()
     try:
         with pytest.raises(MathMLError) as raised:
             parse_mathml(text)
     finally:
+        spent = time.thread_time() - started
         _, peak = tracemalloc.get_traced_memory()
         tracemalloc.stop()
-    assert time.process_time() - started < 1.0, name
+        gc.enable()
+    assert spent < 1.0, name
     assert peak < 64 * 2**20, f"{name}: {peak / 2**20:.0f} MiB"
     assert raised.value.reason.startswith(reason), raised.value.reason
     assert_documented(raised.value)
@@ -260,9 +268,9 @@ def test_attacks_in_the_pipeline_become_rejected_rows(
         for i, (text, _) in enumerate(attacks.values(), start=1)
     ]
     rows.append(("Q999", "<math><mi>x</mi></math>"))
-    started = time.process_time()
+    started = time.thread_time()
     built = build_opt_graphs(rows)
-    assert time.process_time() - started < 1.0 * len(rows)
+    assert time.thread_time() - started < 1.0 * len(rows)
     assert built.graphs["qid"].to_pylist() == ["Q999"]
     rejected = built.rejected.to_pylist()
     assert len(rejected) == len(attacks)
@@ -348,10 +356,10 @@ def test_parser_does_not_expand_an_entity_bomb() -> None:
         '<!ENTITY c "&b;&b;&b;&b;&b;&b;&b;&b;&b;&b;">]><math><mi>&c;</mi></math>'
     )
     assert etree.tostring(raw_parse(small)) == b"<math><mi>&c;</mi></math>"
-    started = time.process_time()
+    started = time.thread_time()
     with pytest.raises(etree.XMLSyntaxError, match="amplification"):
         raw_parse(billion_laughs())  # libxml2 refuses the declarations themselves
-    assert time.process_time() - started < 1.0
+    assert time.thread_time() - started < 1.0
 
 
 def test_parser_does_not_read_external_entities(secret_file: Path) -> None:
