@@ -13,7 +13,7 @@ export VIRTUAL_ENV := $(CURDIR)/$(VENV)
 export HF_HUB_OFFLINE ?= 1
 export TRANSFORMERS_OFFLINE ?= 1
 
-.PHONY: install install-mpnet home run test test-daemon ui validate docs bench mutation distributed clean
+.PHONY: install install-mpnet home run test test-daemon test-distributed ui validate docs bench mutation distributed clean
 
 install: $(VENV)/.installed
 
@@ -45,6 +45,9 @@ test: install
 
 test-daemon: install
 	$(BIN)/pytest -m daemon formula_assets_tests/test_daemon.py
+
+test-distributed: install
+	$(BIN)/pytest -m distributed formula_assets_tests/cli/test_distributed.py
 
 ui: home
 	$(BIN)/dg dev -h $(HOST) -p $(PORT)
