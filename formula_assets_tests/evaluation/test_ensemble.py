@@ -13,8 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from formula_assets.evaluation import ensemble
-from formula_assets.evaluation.ensemble import _mean_mrr, _weight_grid, choose_weights
-from formula_assets.evaluation.ranking import GoldRanks, MatrixScorer
+from formula_assets.evaluation.ensemble import _weight_grid, _weighting_mrrs, choose_weights
+from formula_assets.evaluation.ranking import GoldRanks, MatrixScorer, WeightedScorer, gold_ranks
 
 # ---------------------------------------------------------------------------------------------
 # An independent oracle: exact MRR with fair ties, every weighting in lexicographic order.
@@ -116,16 +116,49 @@ def test_grid_sizes_and_steps() -> None:
 # The selection criterion and the choice.
 
 
-def test_mean_mrr_averages_both_directions() -> None:
+def test_weighting_mrr_ranks_with_expected_ties() -> None:
     forward = np.array([[1.0, 0.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 0.0]])
-    backward = np.eye(3)
-    # forward: query 0 first (1), query 1 one below and one tie: second or third (5/12),
+    # query 0 first (1), query 1 one below and one tie: second or third (5/12),
     # query 2 tied with all three: first, second or third (11/18)
     forward_mrr = (1 + (1 / 2 + 1 / 3) / 2 + (1 + 1 / 2 + 1 / 3) / 3) / 3
-    quality = _mean_mrr(MatrixScorer(forward), MatrixScorer(backward), np.arange(3))
-    assert quality == pytest.approx((forward_mrr + 1.0) / 2)
-    only_two = _mean_mrr(MatrixScorer(forward), MatrixScorer(backward), np.array([1, 2]))
-    assert only_two == pytest.approx(((5 / 12 + 11 / 18) / 2 + 1.0) / 2)
+    [quality] = _weighting_mrrs([MatrixScorer(forward)], [(1.0,)], np.arange(3))
+    assert quality == pytest.approx(forward_mrr)
+    [only_two] = _weighting_mrrs([MatrixScorer(forward)], [(1.0,)], np.array([1, 2]))
+    assert only_two == pytest.approx((5 / 12 + 11 / 18) / 2)
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    members=st.integers(min_value=1, max_value=4),
+    n=st.integers(min_value=1, max_value=9),
+    chunk=st.integers(min_value=1, max_value=4),
+    discrete=st.booleans(),
+)
+def test_each_weighting_ranks_as_its_weighted_scorer(
+    seed: int, members: int, n: int, chunk: int, discrete: bool
+) -> None:
+    """Members scored once per chunk give, bit for bit, the MRR of every weighting's own
+    WeightedScorer (ties included: discrete scores tie often)."""
+    rng = np.random.default_rng(seed)
+    scorers = [
+        MatrixScorer(rng.integers(0, 3, (n, n)) if discrete else rng.normal(size=(n, n)))
+        for _ in range(members)
+    ]
+    rows = np.sort(rng.choice(n, max(1, n - 1), replace=False))
+    grid = _weight_grid(members, step=0.25)
+    expected = [
+        gold_ranks(WeightedScorer(list(zip(w, scorers, strict=True))), rows).summary()["mrr"]
+        for w in grid
+    ]
+    assert list(_weighting_mrrs(scorers, grid, rows, chunk=chunk)) == expected
+
+
+def test_a_non_finite_member_score_is_an_error() -> None:
+    bad = np.eye(3)
+    bad[2, 1] = np.nan
+    with pytest.raises(ValueError, match="non-finite score for query row 2"):
+        _weighting_mrrs([MatrixScorer(np.eye(3)), MatrixScorer(bad)], [(1.0, 0.0)], np.arange(3))
 
 
 @settings(max_examples=30, deadline=None)
