@@ -100,11 +100,26 @@ class FineTunedSentenceEncoder(TrainedMethod):
     def _texts(
         self, description: ModelDescription, texts: list[str], device: str
     ) -> TokenInputs | HiddenInputs:
-        """With frozen layers, they run once here: training and encoding run those above."""
+        """With frozen layers, they run once here: training and encoding run those above.
+        Their output depends on the base model and the texts only, not on the fold: a
+        process that trains several folds (a refresh worker) computes it once."""
+        from formula_assets.training.sentence_encoder import frozen_pass
+
         tokens = self._tokens(description, texts)
         if not description.settings.frozen_layers:
             return tokens
-        return self.network(description).to(device).lower(tokens.ids)
+        return frozen_pass(
+            self._identity(description),
+            description.settings.frozen_layers,
+            device,
+            tokens.ids,
+            lambda: self.network(description).to(device),
+        )
+
+    def _identity(self, description: ModelDescription) -> str:
+        from formula_assets.semantics.identity import folder_hash
+
+        return description.base_model_identity or folder_hash(base_folder(description)).digest
 
     def _tokens(self, description: ModelDescription, texts: list[str]) -> TokenInputs:
         from formula_assets.training.sentence_encoder import TokenInputs, token_ids
@@ -129,9 +144,25 @@ class FineTunedSentenceEncoder(TrainedMethod):
 
         if model is None:
             raise ValueError(f"{self.name} encodes queries with its trained model")
-        ids = self._tokens(model.description, [q.text for q in queries]).ids
+        from formula_assets.training.sentence_encoder import SentenceTower, frozen_pass
+
+        description = model.description
+        ids = self._tokens(description, [q.text for q in queries]).ids
+        module = model.module
         with torch.no_grad():  # the tower encodes in eval mode in chunks
-            return model.module.encode_semantic(ids).numpy()
+            if description.settings.frozen_layers and isinstance(module, SentenceTower):
+                # the frozen layers are the base model's in every fold's tower: the audit,
+                # which encodes the concept vocabulary once per fold, runs them once
+                device = str(module.bert.embeddings.word_embeddings.weight.device)
+                lower = frozen_pass(
+                    self._identity(description),
+                    description.settings.frozen_layers,
+                    device,
+                    ids,
+                    lambda: module,
+                )
+                return module.encode_semantic(lower.hidden).numpy()
+            return module.encode_semantic(ids).numpy()
 
 
 METHOD = FineTunedSentenceEncoder()

@@ -12,8 +12,10 @@ hash is recorded with the model so that a different folder is refused (`base_ide
 
 from __future__ import annotations
 
+import hashlib
 import json
-from collections.abc import Sequence
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -62,6 +64,33 @@ class HiddenInputs:
 
 
 Texts = list[list[int]] | list[torch.Tensor]
+
+# The frozen layers' outputs this process keeps (one per side of a fold, one vocabulary):
+# a few hundred MB at most on the snapshot.
+FROZEN_KEPT = 4
+_FROZEN: OrderedDict[tuple[str, int, str, str], HiddenInputs] = OrderedDict()
+
+
+def frozen_pass(
+    base_identity: str,
+    frozen_layers: int,
+    device: str,
+    ids: list[list[int]],
+    tower: Callable[[], SentenceTower],
+) -> HiddenInputs:
+    """`tower().lower(ids)`, kept for the next call with the same base model (by content
+    hash), layers, device and token ids: the frozen layers hold the base model's weights in
+    every tower trained from it, so their output depends on nothing else."""
+    digest = hashlib.sha256(json.dumps(ids, separators=(",", ":")).encode()).hexdigest()
+    key = (base_identity, frozen_layers, device, digest)
+    if key in _FROZEN:
+        _FROZEN.move_to_end(key)
+        return _FROZEN[key]
+    lower = tower().lower(ids)
+    _FROZEN[key] = lower
+    while len(_FROZEN) > FROZEN_KEPT:
+        _FROZEN.popitem(last=False)
+    return lower
 
 
 class SentenceTower(nn.Module):

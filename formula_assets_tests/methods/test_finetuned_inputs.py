@@ -109,6 +109,49 @@ def test_with_frozen_layers_the_inputs_are_their_output(folder) -> None:
     assert isinstance(semantic, HiddenInputs) and len(semantic.hidden) == 2
 
 
+def test_the_frozen_layers_run_once_for_every_fold(folder, monkeypatch) -> None:
+    """Two folds' inputs in one process: the frozen layers (the base model's) run once."""
+    built: list[int] = []
+    network = METHOD.network
+
+    def counted(described_):
+        built.append(1)
+        return network(described_)
+
+    monkeypatch.setattr(METHOD, "network", counted)
+    frozen = METHOD.prepare(DATA, ROWS, description(folder, frozen=2), "cpu").description
+    first = METHOD.inputs(frozen, DATA, "cpu")
+    second = METHOD.inputs(dataclasses.replace(frozen, fold=2), DATA, "cpu")
+    assert second.hidden is first.hidden
+    assert len(built) <= 1  # none when an earlier test of this process lowered these texts
+    unfrozen = METHOD.inputs(dataclasses.replace(frozen, settings=dataclasses.replace(
+        frozen.settings, frozen_layers=1)), DATA, "cpu")  # fmt: skip
+    assert unfrozen.hidden is not first.hidden
+
+
+def test_text_queries_run_the_frozen_layers_once_and_each_towers_own_layers_above(folder) -> None:
+    """Two towers with the same frozen layers and different layers above (two folds): each
+    encodes the texts as it encodes them whole."""
+    frozen = description(folder, frozen=2, base_model_identity=folder_hash(folder).digest)
+    towers = [SentenceTower(folder, frozen_layers=2).eval() for _ in range(2)]
+    with torch.no_grad():
+        for index, tower in enumerate(towers):
+            for parameter in tower.bert.encoder.layer[2:].parameters():
+                parameter.add_(0.05 * (index + 1))
+
+    class Query:
+        def __init__(self, text: str) -> None:
+            self.text = text
+
+    queries = [Query("sum of x and z"), Query("square"), Query("x")]
+    ids = tokenise(folder, 8, [q.text for q in queries])
+    vectors = [METHOD.text_vectors(queries, LoadedModel(frozen, t)) for t in towers]
+    for tower, got in zip(towers, vectors, strict=True):
+        with torch.no_grad():
+            assert np.allclose(got, tower.encode(ids).numpy(), atol=1e-6)
+    assert not np.allclose(vectors[0], vectors[1], atol=1e-3)
+
+
 def test_queries_are_tokenised_and_encoded_by_the_trained_tower(folder) -> None:
     described_ = description(folder)
     tower = SentenceTower(folder).eval()

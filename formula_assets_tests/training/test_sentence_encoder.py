@@ -7,12 +7,14 @@ import pytest
 import torch
 
 from formula_assets.semantics.bert import folder_weights
+from formula_assets.training import sentence_encoder
 from formula_assets.training.sentence_encoder import (
     EVAL_CHUNK,
     TRAIN_CHUNK,
     HiddenInputs,
     SentenceTower,
     TokenInputs,
+    frozen_pass,
     token_ids,
 )
 from formula_assets_tests.support.models import tiny_bert
@@ -177,3 +179,44 @@ def test_inputs_follow_the_tower_to_its_device(folder, ids) -> None:
     tower = SentenceTower(folder).eval().to("meta")
     encoded = tower.encode(ids)
     assert encoded.device.type == "meta" and encoded.shape == (4, 8)
+
+
+def test_the_frozen_pass_runs_once_per_base_layers_device_and_texts(
+    folder, ids, monkeypatch
+) -> None:
+    monkeypatch.setattr(sentence_encoder, "_FROZEN", type(sentence_encoder._FROZEN)())
+    built: list[int] = []
+
+    def tower() -> SentenceTower:
+        built.append(1)
+        return SentenceTower(folder, frozen_layers=1)
+
+    first = frozen_pass("base", 1, "cpu", ids, tower)
+    expected = SentenceTower(folder, frozen_layers=1).lower(ids)
+    assert all(torch.equal(a, b) for a, b in zip(first.hidden, expected.hidden, strict=True))
+    assert frozen_pass("base", 1, "cpu", [list(i) for i in ids], tower) is first
+    assert len(built) == 1
+    for other in (("other", 1, "cpu", ids), ("base", 2, "cpu", ids), ("base", 1, "meta", ids),
+                  ("base", 1, "cpu", ids[:3])):  # fmt: skip
+        assert frozen_pass(*other, tower) is not first
+    assert len(built) == 5
+
+
+def test_the_frozen_pass_keeps_the_latest_few(folder, ids, monkeypatch) -> None:
+    monkeypatch.setattr(sentence_encoder, "_FROZEN", type(sentence_encoder._FROZEN)())
+    built: list[int] = []
+
+    def tower() -> SentenceTower:
+        built.append(1)
+        return SentenceTower(folder, frozen_layers=1)
+
+    for row in range(sentence_encoder.FROZEN_KEPT):
+        frozen_pass("base", 1, "cpu", [ids[row % len(ids)], [row]], tower)
+    frozen_pass("base", 1, "cpu", [ids[0], [0]], tower)  # used again: now the newest
+    frozen_pass("base", 1, "cpu", [[99]], tower)  # one more: the oldest unused one goes
+    assert len(built) == sentence_encoder.FROZEN_KEPT + 1
+    frozen_pass("base", 1, "cpu", [ids[0], [0]], tower)
+    assert len(built) == sentence_encoder.FROZEN_KEPT + 1
+    frozen_pass("base", 1, "cpu", [ids[1], [1]], tower)  # evicted: computed again
+    assert len(built) == sentence_encoder.FROZEN_KEPT + 2
+    assert len(sentence_encoder._FROZEN) == sentence_encoder.FROZEN_KEPT
