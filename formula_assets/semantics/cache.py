@@ -174,12 +174,16 @@ def embed_texts(
     embedder: TextEmbedder,
     cache: EmbeddingCache | None,
     progress: Progress | None = None,
+    dimension: int | None = None,
 ) -> tuple[np.ndarray, EmbedStats]:
-    """One row per text; each distinct text is embedded at most once, and only if uncached."""
+    """One row per text; each distinct text is embedded at most once, and only if uncached.
+
+    `dimension`: the model's vector width where the caller knows it (from vectors the same
+    model made): with every text cached, the model is then never loaded."""
     started = time.perf_counter()
     distinct = list(dict.fromkeys(texts))
     keys = [text_key(t) for t in distinct]
-    dimension = embedder.dimension
+    dimension = embedder.dimension if dimension is None else dimension
     known = cache.get(keys, dimension) if cache is not None else {}
     missing = [i for i, k in enumerate(keys) if k not in known]
     if missing:

@@ -158,3 +158,17 @@ def test_a_joined_name_with_a_missing_part_names_it(tmp_path: Path) -> None:
 def test_a_joined_name_with_an_empty_part_is_refused(name: str) -> None:
     with pytest.raises(EmbeddingModelError, match="joins an empty name"):
         resolve_model(name, "the FORMULA_ASSETS_EMBEDDING_MODEL variable")
+
+
+def test_with_the_width_known_cached_texts_never_load_the_model(
+    embedder: TextEmbedder, tmp_path: Path
+) -> None:
+    cache = EmbeddingCache(UPath(tmp_path), embedder.spec.identity, "texts")
+    first, _ = embed_texts(["mass", "energy"], embedder, cache)
+    fresh = TextEmbedder(embedder.spec, batch_size=4)  # nothing loaded yet
+    again, stats = embed_texts(["energy", "mass"], fresh, cache, dimension=384)
+    assert stats.cached == 2 and fresh._model is None
+    assert np.array_equal(again, first[::-1])
+    more, stats = embed_texts(["mass", "momentum"], fresh, cache, dimension=384)
+    assert stats.embedded == 1 and fresh._model is not None  # a new text loads it
+    assert np.array_equal(more[0], first[0])

@@ -40,6 +40,8 @@ class CorrespondenceConfig(dg.Config):
     group_name="analysis",
     description=DESCRIPTION,
     kinds={"scipy", "parquet"},
+    # ~10 s on the snapshot: in a worker it runs beside the fold models, not before them
+    metadata=metadata.step_cost(0.25),
 )
 def correspondence_metrics(
     context: dg.AssetExecutionContext,

@@ -41,7 +41,9 @@ def annotation_audit(
         )
     cache = sentence_embedder.cache(embedder, "semantic_embeddings", context.log.warning)
     texts = corpus_texts(formulae, vocabulary(formulae))
-    matrix, stats = embed_texts(texts, embedder, cache)
+    # the width of the vectors this model made: with every text cached, it is never loaded
+    width = semantic_embeddings.column("embedding").type.list_size
+    matrix, stats = embed_texts(texts, embedder, cache, dimension=width)
     context.log.info(f"{stats.embedded:,} texts embedded, {stats.cached:,} from cache")
     table = build_audit(
         formulae,
