@@ -28,6 +28,8 @@ from formula_assets.evaluation.ranking import (
     MatrixScorer,
     Scorer,
     WeightedScorer,
+    block_ranks,
+    weighted_sum,
 )
 
 WEIGHT_STEP = 0.1
@@ -52,25 +54,11 @@ def _weighting_mrrs(
     for start in range(0, len(rows), chunk):
         part = rows[start : start + chunk]
         blocks = [np.asarray(member.block(part), dtype=np.float64) for member in members]
-        for block in blocks:
-            if not np.isfinite(block).all():
-                bad = int(part[np.flatnonzero(~np.isfinite(block).all(axis=1))[0]])
-                raise ValueError(
-                    f"non-finite score for query row {bad}: ranks would be meaningless"
-                )
-        diagonal = (np.arange(len(part)), part)
+        shape = (len(part), members[0].size)
         for index, weights in enumerate(weightings):
-            total = None
-            for weight, block in zip(weights, blocks, strict=True):
-                if weight == 0:
-                    continue
-                scaled = weight * block
-                total = scaled if total is None else total + scaled
-            if total is None:
-                total = np.zeros((len(part), members[0].size))
-            gold = total[diagonal][:, None]
-            higher[index, start : start + chunk] = (total > gold).sum(axis=1)
-            ties[index, start : start + chunk] = (total == gold).sum(axis=1) - 1
+            terms = ((w, lambda b=block: b) for w, block in zip(weights, blocks, strict=True))
+            ranks = block_ranks(weighted_sum(terms, shape), part)
+            higher[index, start : start + chunk], ties[index, start : start + chunk] = ranks
     return np.array(
         [float(GoldRanks(h, t).reciprocal_rank().mean()) for h, t in zip(higher, ties, strict=True)]
     )

@@ -14,7 +14,7 @@ score that is not finite is an error, not a rank.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
@@ -132,13 +132,22 @@ class WeightedScorer:
         self.size = self.members[0][1].size
 
     def block(self, rows: np.ndarray) -> np.ndarray:
-        total = None
-        for weight, scorer in self.members:
-            if weight == 0:
-                continue
-            part = weight * scorer.block(rows)
-            total = part if total is None else total + part
-        return total if total is not None else np.zeros((len(rows), self.size))
+        terms = ((weight, lambda s=scorer: s.block(rows)) for weight, scorer in self.members)
+        return weighted_sum(terms, (len(rows), self.size))
+
+
+def weighted_sum(
+    terms: Iterable[tuple[float, Callable[[], np.ndarray]]], shape: tuple[int, int]
+) -> np.ndarray:
+    """Σ weight × block, in the terms' order; a block of weight 0 is neither computed nor
+    added (zeros when every weight is 0)."""
+    total = None
+    for weight, block in terms:
+        if weight == 0:
+            continue
+        part = weight * block()
+        total = part if total is None else total + part
+    return total if total is not None else np.zeros(shape)
 
 
 def gold_ranks(scorer: Scorer, rows: np.ndarray | None = None, chunk: int = CHUNK) -> GoldRanks:
@@ -149,13 +158,18 @@ def gold_ranks(scorer: Scorer, rows: np.ndarray | None = None, chunk: int = CHUN
     for start in range(0, len(rows), chunk):
         part = rows[start : start + chunk]
         block = np.asarray(scorer.block(part), dtype=np.float64)
-        if not np.isfinite(block).all():
-            bad = int(part[np.flatnonzero(~np.isfinite(block).all(axis=1))[0]])
-            raise ValueError(f"non-finite score for query row {bad}: ranks would be meaningless")
-        gold = block[np.arange(len(part)), part][:, None]
-        higher[start : start + chunk] = (block > gold).sum(axis=1)
-        ties[start : start + chunk] = (block == gold).sum(axis=1) - 1
+        higher[start : start + chunk], ties[start : start + chunk] = block_ranks(block, part)
     return GoldRanks(higher, ties)
+
+
+def block_ranks(block: np.ndarray, part: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(higher, ties) of the gold of each query row of a block of scores (rows `part` of a
+    scorer, every candidate)."""
+    if not np.isfinite(block).all():
+        bad = int(part[np.flatnonzero(~np.isfinite(block).all(axis=1))[0]])
+        raise ValueError(f"non-finite score for query row {bad}: ranks would be meaningless")
+    gold = block[np.arange(len(part)), part][:, None]
+    return (block > gold).sum(axis=1), (block == gold).sum(axis=1) - 1
 
 
 def retrieval_summary(queries: np.ndarray, candidates: np.ndarray) -> dict[str, float]:

@@ -158,7 +158,7 @@ def test_a_non_finite_member_score_is_an_error() -> None:
     bad = np.eye(3)
     bad[2, 1] = np.nan
     with pytest.raises(ValueError, match="non-finite score for query row 2"):
-        _weighting_mrrs([MatrixScorer(np.eye(3)), MatrixScorer(bad)], [(1.0, 0.0)], np.arange(3))
+        _weighting_mrrs([MatrixScorer(np.eye(3)), MatrixScorer(bad)], [(0.5, 0.5)], np.arange(3))
 
 
 @settings(max_examples=30, deadline=None)
