@@ -79,14 +79,9 @@ def test_the_project_declares_its_heavy_steps() -> None:
         "opt_text_embeddings": 2.0,
         "opt_token_embeddings": 1.0,
         "fold_models": 1.0,
-        # in workers beside the fold models / beside each other (a few seconds to start each)
+        # in a worker beside the fold models, not before them
         "correspondence_metrics": 0.25,
-        "retrieval_scores": 0.25,
-        "search_index": 0.35,
     }
-    # the multi-asset's step cost is declared once, not once per output
-    scores_step = ("retrieval_scores", "ensemble_choices", "significance_tests")
-    assert cost(defs, Job(scores_step)) == 0.25
     assert cost(defs, Job(("fold_models",), "3|graph_text_cl")) == 3.0
     assert cost(defs, Job(("fold_models",), "3|sbert_dual_cl")) == 1.0
 

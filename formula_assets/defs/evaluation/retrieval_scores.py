@@ -39,14 +39,7 @@ DESCRIPTIONS = {
     group_name="evaluation",
     can_subset=True,
     outs={
-        name: dg.AssetOut(
-            description=description,
-            kinds={"python", "parquet"},
-            is_required=False,
-            # the step's cost, declared once (~10 s on the snapshot): in a worker it runs
-            # beside search_index
-            metadata=metadata.step_cost(0.25) if name == SCORES else None,
-        )
+        name: dg.AssetOut(description=description, kinds={"python", "parquet"}, is_required=False)
         for name, description in DESCRIPTIONS.items()
     },
 )

@@ -7,7 +7,6 @@ from formula_assets.core.arrow import embedding_matrix, recorded_identity, recor
 from formula_assets.core.hashing import table_content_hash
 from formula_assets.core.protocol import DIRECTIONS
 from formula_assets.defs.checks import check_result, schema_contract
-from formula_assets.defs.metadata import step_cost
 from formula_assets.defs.publication import settle
 from formula_assets.search.checks import index_complete
 from formula_assets.search.index import build_search_index
@@ -16,8 +15,6 @@ from formula_assets.search.index import build_search_index
 @dg.asset(
     group_name="evaluation",
     kinds={"python", "parquet"},
-    # ~15 s on the snapshot: in a worker it runs beside retrieval_scores
-    metadata=step_cost(0.35),
 )
 def search_index(
     context: dg.AssetExecutionContext,
