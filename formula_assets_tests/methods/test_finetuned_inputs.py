@@ -129,6 +129,17 @@ def test_the_frozen_layers_run_once_for_every_fold(folder, monkeypatch) -> None:
     assert unfrozen.hidden is not first.hidden
 
 
+def test_another_base_model_gets_its_own_frozen_pass(folder, tmp_path) -> None:
+    """The kept pass is the base model's: a folder with other weights (named by the settings,
+    its content hash not yet recorded) is lowered by its own frozen layers."""
+    other = tiny_bert(tmp_path / "other", seed=1)
+    mine = METHOD.inputs(description(folder, frozen=2), DATA, "cpu")
+    theirs = METHOD.inputs(description(other, frozen=2), DATA, "cpu")
+    expected = SentenceTower(other, frozen_layers=2).lower(tokenise(other, 8, LINEARISED))
+    assert all(torch.equal(a, b) for a, b in zip(theirs.hidden, expected.hidden, strict=True))
+    assert not torch.allclose(mine.hidden[0], theirs.hidden[0])
+
+
 def test_text_queries_run_the_frozen_layers_once_and_each_towers_own_layers_above(folder) -> None:
     """Two towers with the same frozen layers and different layers above (two folds): each
     encodes the texts as it encodes them whole."""
@@ -150,6 +161,24 @@ def test_text_queries_run_the_frozen_layers_once_and_each_towers_own_layers_abov
         with torch.no_grad():
             assert np.allclose(got, tower.encode(ids).numpy(), atol=1e-6)
     assert not np.allclose(vectors[0], vectors[1], atol=1e-3)
+
+
+def test_a_seed_averaged_tower_encodes_text_queries_whole(folder) -> None:
+    """Runs averaged (a profile may ask for two): no single tower to lower with, so each run
+    encodes the token ids through all its layers."""
+    from formula_assets.training.models import RunAverage
+
+    averaged = description(folder, frozen=2, settings={"runs": 2})
+    model = RunAverage([SentenceTower(folder, frozen_layers=2) for _ in range(2)]).eval()
+    ids = tokenise(folder, 8, ["sum of x and z", "x"])
+
+    class Query:
+        def __init__(self, text: str) -> None:
+            self.text = text
+
+    got = METHOD.text_vectors([Query("sum of x and z"), Query("x")], LoadedModel(averaged, model))
+    with torch.no_grad():
+        assert np.allclose(got, model.encode_semantic(ids).numpy(), atol=1e-6)
 
 
 def test_queries_are_tokenised_and_encoded_by_the_trained_tower(folder) -> None:
