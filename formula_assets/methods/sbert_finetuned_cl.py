@@ -13,7 +13,7 @@ a query at search time is tokenised and encoded by the fine-tuned tower.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from formula_assets.training.artifacts import ModelDescription
     from formula_assets.training.data import AlignmentData
     from formula_assets.training.inputs import FoldRows, Prepared
-    from formula_assets.training.sentence_encoder import HiddenInputs, TokenInputs
+    from formula_assets.training.sentence_encoder import HiddenInputs, SentenceTower, TokenInputs
 
 
 def base_folder(description: ModelDescription) -> Path:
@@ -103,23 +103,26 @@ class FineTunedSentenceEncoder(TrainedMethod):
         """With frozen layers, they run once here: training and encoding run those above.
         Their output depends on the base model and the texts only, not on the fold: a
         process that trains several folds (a refresh worker) computes it once."""
-        from formula_assets.training.sentence_encoder import frozen_pass
-
         tokens = self._tokens(description, texts)
         if not description.settings.frozen_layers:
             return tokens
-        return frozen_pass(
-            self._identity(description),
-            description.settings.frozen_layers,
-            device,
-            tokens.ids,
-            lambda: self.network(description).to(device),
+        return self._lowered(
+            description, tokens.ids, device, lambda: self.network(description).to(device)
         )
 
-    def _identity(self, description: ModelDescription) -> str:
+    def _lowered(
+        self,
+        description: ModelDescription,
+        ids: list[list[int]],
+        device: str,
+        tower: Callable[[], SentenceTower],
+    ) -> HiddenInputs:
+        """The frozen layers' output of the texts, kept per base model (its content hash)."""
         from formula_assets.semantics.identity import folder_hash
+        from formula_assets.training.sentence_encoder import frozen_pass
 
-        return description.base_model_identity or folder_hash(base_folder(description)).digest
+        identity = description.base_model_identity or folder_hash(base_folder(description)).digest
+        return frozen_pass(identity, description.settings.frozen_layers, device, ids, tower)
 
     def _tokens(self, description: ModelDescription, texts: list[str]) -> TokenInputs:
         from formula_assets.training.sentence_encoder import TokenInputs, token_ids
@@ -144,7 +147,7 @@ class FineTunedSentenceEncoder(TrainedMethod):
 
         if model is None:
             raise ValueError(f"{self.name} encodes queries with its trained model")
-        from formula_assets.training.sentence_encoder import SentenceTower, frozen_pass
+        from formula_assets.training.sentence_encoder import SentenceTower
 
         description = model.description
         ids = self._tokens(description, [q.text for q in queries]).ids
@@ -154,13 +157,7 @@ class FineTunedSentenceEncoder(TrainedMethod):
                 # the frozen layers are the base model's in every fold's tower: the audit,
                 # which encodes the concept vocabulary once per fold, runs them once
                 device = str(module.bert.embeddings.word_embeddings.weight.device)
-                lower = frozen_pass(
-                    self._identity(description),
-                    description.settings.frozen_layers,
-                    device,
-                    ids,
-                    lambda: module,
-                )
+                lower = self._lowered(description, ids, device, lambda: module)
                 return module.encode_semantic(lower.hidden).numpy()
             return module.encode_semantic(ids).numpy()
 
