@@ -45,6 +45,9 @@ class MethodSettings:
     # independently seeded trainings, each early-stopped on its own, whose cosines are
     # averaged (a seed ensemble: training time × runs)
     runs: int = 1
+    # the share of each batch drawn as its first row's nearest neighbours by the frozen
+    # sentence model's semantic vectors (hard in-batch negatives; 0: random batches)
+    hard_negatives: float = 0.0
     # sbert_finetuned_cl only: the sentence-transformers folder fine-tuned (None: the packaged
     # all-MiniLM-L6-v2; a local folder otherwise, never a download), and the tokens each text
     # is truncated to; the embeddings and the lowest `frozen_layers` transformer layers keep
@@ -56,6 +59,10 @@ class MethodSettings:
     def __post_init__(self) -> None:
         if self.runs < 1:
             raise ValueError(f"a model needs at least one run, not {self.runs}")
+        if not 0 <= self.hard_negatives <= 1:
+            raise ValueError(
+                f"hard_negatives is a share of a batch (0..1), not {self.hard_negatives}"
+            )
 
 
 @dataclass(frozen=True)

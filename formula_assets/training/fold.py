@@ -120,6 +120,7 @@ def train_fold(
         intra_weight=settings.intra_weight,
         patience=settings.patience,
         seed=seed,
+        hard_negatives=settings.hard_negatives,
     )
     with deterministic(device) as determinism:
         for run in range(settings.runs):
@@ -135,6 +136,7 @@ def train_fold(
                 validation_rows,
                 dataclasses.replace(run_settings, seed=run_seed),
                 log,
+                neighbours=data.semantic,
             )
             trained.append(module)
             history += [{"run": run, **entry} for entry in result.history]
