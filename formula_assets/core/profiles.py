@@ -1,10 +1,10 @@
 """Training profiles: how much compute the alignment models get, with fixed, recorded seeds.
 
 * `smoke`: seconds; for tests and demos. Proves the wiring, not the science.
-* `default`: the best a 2-core CPU does in minutes (19 min cold, ten of them the fine-tuned
-  encoder's five folds: docs/performance.md).
-* `large`: the strongest this CPU trains (21 min cold before the fine-tuned encoder): both
-  packaged sentence models side by side and a wider graph encoder.
+* `default`: the best a 2-core CPU does in minutes (15 min cold, half of its CPU time the
+  fine-tuned encoder's five folds: docs/performance.md).
+* `large`: the strongest this CPU trains within 45 minutes cold: both packaged sentence
+  models side by side, a wider graph encoder, two seeds per frozen-vector model.
 * `paper`: the paper's settings — 200 epochs, hidden 768, all-mpnet-base-v2 — for a GPU.
 """
 
