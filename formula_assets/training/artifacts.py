@@ -182,9 +182,14 @@ _OPTIONAL: dict[str, Any] = {
 }
 
 
-# settings of one method only (the fine-tuned encoder's), written only when set: the other
-# methods' config.json stay as they were before these settings existed
-_OPTIONAL_SETTINGS: dict[str, Any] = {"base_model": None, "max_seq_len": 128, "frozen_layers": 0}
+# settings added since the first models (the fine-tuned encoder's, hard negatives), written
+# only when set: a model trained without them keeps the config.json it had before they existed
+_OPTIONAL_SETTINGS: dict[str, Any] = {
+    "base_model": None,
+    "max_seq_len": 128,
+    "frozen_layers": 0,
+    "hard_negatives": 0.0,
+}
 
 
 def _settings(values: Mapping[str, Any]) -> MethodSettings:

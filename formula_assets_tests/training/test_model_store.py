@@ -239,18 +239,24 @@ def test_an_untrained_description_says_nothing_was_trained() -> None:
     assert written["best_epoch"] == 0 and written["stopped_early"] is False
 
 
-def test_the_fine_tuned_encoders_settings_are_written_only_when_set() -> None:
+def test_settings_added_since_the_first_models_are_written_only_when_set() -> None:
+    added = {"base_model", "max_seq_len", "frozen_layers", "hard_negatives"}
     written = described().to_json()["settings"]
-    assert not {"base_model", "max_seq_len", "frozen_layers"} & set(written)
+    assert not added & set(written)
     settings = dataclasses.replace(
-        described().settings, base_model="/models/x", max_seq_len=64, frozen_layers=2
+        described().settings,
+        base_model="/models/x",
+        max_seq_len=64,
+        frozen_layers=2,
+        hard_negatives=0.25,
     )
     written = dataclasses.replace(described(), settings=settings).to_json()["settings"]
-    assert (written["base_model"], written["max_seq_len"], written["frozen_layers"]) == (
-        "/models/x",
-        64,
-        2,
-    )
+    assert {k: written[k] for k in added} == {
+        "base_model": "/models/x",
+        "max_seq_len": 64,
+        "frozen_layers": 2,
+        "hard_negatives": 0.25,
+    }
     assert (
         ModelDescription.from_json(
             dataclasses.replace(described(), settings=settings).to_json()
