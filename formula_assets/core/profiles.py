@@ -1,7 +1,7 @@
 """Training profiles: how much compute the alignment models get, with fixed, recorded seeds.
 
 * `smoke`: seconds; for tests and demos. Proves the wiring, not the science.
-* `default`: the best a 2-core CPU does in minutes (15 min cold, half of its CPU time the
+* `default`: the best a 2-core CPU does in minutes (13 min cold, over half of its CPU time the
   fine-tuned encoder's five folds: docs/performance.md).
 * `large`: the strongest this CPU trains within 45 minutes cold: both packaged sentence
   models side by side, a wider graph encoder, two seeds per frozen-vector model.
