@@ -40,6 +40,7 @@ def _tables() -> dict:
         "semantic_embeddings",
         "opt_text_embeddings",
         "opt_token_embeddings",
+        "concept_symbols",
     )
     return {name: lake.read_parquet(root / f"{name}.parquet") for name in names}
 
@@ -49,9 +50,12 @@ def _capped(profile: str, threads: int, epochs: int | None) -> Profile:
     chosen = dataclasses.replace(get_profile(profile), torch_threads=threads)
     if epochs is None:
         return chosen
+    # the methods the profile holds settings for (one fitted in closed form has no epochs)
+    profiled = {f.name for f in dataclasses.fields(chosen)}
     capped = {
         m: dataclasses.replace(chosen.settings(m), epochs=min(chosen.settings(m).epochs, epochs))
         for m in registry.trained()
+        if m in profiled
     }
     return dataclasses.replace(chosen, **capped)
 
@@ -66,6 +70,7 @@ def lake_alignment_data(tokens: pa.Table | None = None) -> AlignmentData:
         t["opt_text_embeddings"],
         t["opt_token_embeddings"] if tokens is None else tokens,
         t["concept_annotations"],
+        t["concept_symbols"],
     )
 
 
@@ -112,7 +117,10 @@ def epochs_only(profile: str, epochs: int, folds: tuple[int, ...] = (1,), thread
     with multiprocessing.get_context("spawn").Pool(1) as pool:
         trained = pool.map(_train, jobs, chunksize=1)
     per_method = _timings(jobs, trained)
-    settings = {m: dataclasses.asdict(get_profile(profile).settings(m)) for m in registry.trained()}
+    settings = {
+        m: dataclasses.asdict(registry.trained_method(m).settings(get_profile(profile)))
+        for m in registry.trained()
+    }
     full = {
         m: round(max(per_method[m]["epoch_seconds"]) * settings[m]["epochs"] * len(FOLDS))
         for m in registry.trained()

@@ -23,7 +23,7 @@ class MethodSettings:
     hidden: int
     out_dim: int
     dropout: float
-    epochs: int
+    epochs: int  # 0: a method fitted in closed form, not trained by gradient
     batch_size: int
     learning_rate: float
     weight_decay: float
@@ -57,6 +57,8 @@ class MethodSettings:
     frozen_layers: int = 0
 
     def __post_init__(self) -> None:
+        if self.epochs < 0:
+            raise ValueError(f"epochs cannot be negative ({self.epochs})")
         if self.runs < 1:
             raise ValueError(f"a model needs at least one run, not {self.runs}")
         if not 0 <= self.hard_negatives <= 1:

@@ -25,6 +25,7 @@ from formula_assets.methods import (
     sbert_dual_cl,
     sbert_finetuned_cl,
     sbert_no_cl,
+    symbol_lexicon,
 )
 from formula_assets.methods.base import Method, TrainedMethod
 
@@ -44,6 +45,7 @@ BUILT_IN: tuple[Method, ...] = (
     sbert_no_cl.METHOD,
     sbert_finetuned_cl.METHOD,
     bag_dual_cl.METHOD,
+    symbol_lexicon.METHOD,
 )
 _NAME = re.compile(r"[a-z][a-z0-9_]*")
 _REGISTERED: dict[str, Method] = {}

@@ -24,6 +24,8 @@ class AlignmentData:
     token_texts: TokenTexts | None = None
     # each formula's annotation texts (`concept_annotations`), for methods that read text
     annotation_texts: list[list[str]] | None = None
+    # each formula's declared concept symbols (`concept_symbols`): (concept label, symbols)
+    declared_symbols: list[list[tuple[str, list[str]]]] | None = None
 
 
 def alignment_data(
@@ -33,6 +35,7 @@ def alignment_data(
     opt_text_embeddings: pa.Table,
     opt_token_embeddings: pa.Table | None = None,
     concept_annotations: pa.Table | None = None,
+    concept_symbols: pa.Table | None = None,
 ) -> AlignmentData:
     folds = dict(
         zip(cv_folds.column("qid").to_pylist(), cv_folds.column("fold").to_pylist(), strict=True)
@@ -54,7 +57,23 @@ def alignment_data(
         if opt_token_embeddings is None
         else TokenTexts.from_table(opt_token_embeddings),
         annotation_texts=None if concept_annotations is None else _texts(concept_annotations, qids),
+        declared_symbols=None if concept_symbols is None else _declared(concept_symbols, qids),
     )
+
+
+def _declared(concept_symbols: pa.Table, qids: list[str]) -> list[list[tuple[str, list[str]]]]:
+    """Each formula's (concept label, symbols) declarations that parsed; most formulae have
+    some, a formula without any has none."""
+    declared: dict[str, list[tuple[str, list[str]]]] = {}
+    for qid, label, symbols in zip(
+        concept_symbols.column("qid").to_pylist(),
+        concept_symbols.column("label").to_pylist(),
+        concept_symbols.column("symbols").to_pylist(),
+        strict=True,
+    ):
+        if symbols:
+            declared.setdefault(qid, []).append((label, symbols))
+    return [declared.get(q, []) for q in qids]
 
 
 def _texts(concept_annotations: pa.Table, qids: list[str]) -> list[list[str]]:

@@ -102,6 +102,8 @@ def train_fold(
     )
     prepared = method.prepare(data, FoldRows(train_rows, split_test_rows), untrained, device)
     description, structural = prepared.description, prepared.structural
+    if settings.epochs == 0 and prepared.state is None:
+        raise ValueError(f"{method.name}: 0 epochs train nothing, and nothing was fitted")
     semantic = method.semantic_inputs(description, data, device)
     log(
         f"{method.name} fold {fold}: {len(train_rows)} train, {len(validation_rows)} "
@@ -126,7 +128,10 @@ def train_fold(
         for run in range(settings.runs):
             run_seed = seed + RUN_SEED_STRIDE * run
             torch.manual_seed(run_seed)
-            module = method.network(description).to(device)
+            module = method.network(description)
+            if prepared.state is not None:
+                module.load_state_dict(prepared.state)
+            module = module.to(device)
             run_started = time.perf_counter()
             result = train(
                 module,

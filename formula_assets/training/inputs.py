@@ -64,7 +64,10 @@ class FoldRows:
 @dataclass(frozen=True)
 class Prepared:
     """A method's structural inputs of every formula, and the description of the untrained
-    model with what the method recorded to rebuild its network (e.g. a vocabulary)."""
+    model with what the method recorded to rebuild its network (e.g. a vocabulary). A method
+    fitted in closed form (counts, not gradients) gives its network's fitted `state` too: the
+    loop loads it into each run's network before training (a schedule of 0 epochs: none)."""
 
     structural: Inputs
     description: ModelDescription
+    state: dict[str, torch.Tensor] | None = None

@@ -169,3 +169,28 @@ class RunAverage(nn.Module):
 
     def encode_semantic(self, x: torch.Tensor) -> torch.Tensor:
         return self._joined([run.encode_semantic(x) for run in self.runs])
+
+
+class SymbolLexicon(nn.Module):
+    """`symbol_lexicon`: counts, not gradients. Both sides are vectors over the symbols
+    declared on the training split: a formula the indicator of its symbols, a semantic text
+    its concept's declared symbols (the share of its declarations each took), both weighted
+    by each symbol's inverse document frequency, so that the cosine counts the rare symbols
+    most. Ids 0 and 1 (padding, unknown) have no symbol and weigh nothing."""
+
+    def __init__(self, symbols: int, texts: int) -> None:
+        super().__init__()
+        self.register_buffer("symbol_weights", torch.zeros(symbols))
+        self.register_buffer("lexicon", torch.zeros(texts, symbols))
+
+    def encode_structural(self, bag: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
+        ids, starts = bag
+        lengths = torch.diff(starts, append=torch.tensor([len(ids)], device=starts.device))
+        rows = torch.repeat_interleave(torch.arange(len(starts), device=ids.device), lengths)
+        out = torch.zeros(len(starts), len(self.symbol_weights), device=ids.device)
+        out[rows, ids] = self.symbol_weights[ids]
+        return out
+
+    def encode_semantic(self, bag: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
+        ids, starts = bag
+        return F.embedding_bag(ids, self.lexicon, starts, mode="sum")

@@ -102,10 +102,15 @@ def train(
     log: Log | None = None,
     neighbours: np.ndarray | None = None,
 ) -> TrainingResult:
-    """Train in place; the model ends with the weights of its best validation epoch.
+    """Train in place; the model ends with the weights of its best validation epoch (with
+    `settings.epochs` 0, untouched: a model fitted in closed form is only measured).
     `neighbours`: one vector per row (of every split; only training rows are batched), by
     which `settings.hard_negatives` composes batches."""
     log = log or (lambda _message: None)
+    if settings.epochs == 0:  # fitted in closed form (counts): the model as it is
+        quality = retrieval_quality(*encode(model, structural, semantic, validation_rows))
+        log(f"no epochs: validation MRR {quality['mrr']:.4f} as fitted")
+        return TrainingResult(best_epoch=0, best_validation_mrr=quality["mrr"])
     generator = np.random.default_rng(settings.seed)
     torch.manual_seed(settings.seed)
     optimizer = torch.optim.AdamW(

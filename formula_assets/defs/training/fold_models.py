@@ -52,6 +52,7 @@ def fold_models(
     opt_text_embeddings: pa.Table,
     opt_token_embeddings: pa.Table,
     concept_annotations: pa.Table,
+    concept_symbols: pa.Table,
 ):
     """A contrastive aligner per fold × method, early-stopped on validation, never on test."""
     from formula_assets.training import artifacts
@@ -74,6 +75,7 @@ def fold_models(
         opt_text_embeddings,
         opt_token_embeddings,
         concept_annotations,
+        concept_symbols,
     )
     trained = train_fold(registry.trained_method(method), fold, data, profile, log=context.log.info)
     described = trained.description
@@ -87,6 +89,7 @@ def fold_models(
             table_content_hash(opt_text_embeddings),
             table_content_hash(opt_token_embeddings),
             table_content_hash(concept_annotations),
+            table_content_hash(concept_symbols),
             json.dumps(profile.as_dict(), sort_keys=True),
             method,
             str(fold),
