@@ -29,6 +29,7 @@ class SmallCorpus:
     opt_text: pa.Table
     folds: pa.Table
     tokens: pa.Table
+    symbols: pa.Table  # concept_symbols
 
 
 @pytest.fixture(scope="session")
@@ -39,7 +40,8 @@ def small_corpus() -> SmallCorpus:
     from formula_assets.semantics.annotations import build_annotations
     from formula_assets.semantics.models import TextEmbedder, resolve_model
     from formula_assets.semantics.tables import opt_text_vectors, semantic_vectors, token_vectors
-    from formula_assets.syntax.opt import build_opt_graphs
+    from formula_assets.syntax.concept_symbols import build_concept_symbols
+    from formula_assets.syntax.opt import build_opt_graphs, parse_options
     from formula_assets.training.folds import assign_folds
 
     formulae = records_to_table(sample_records(list(snapshot_records()), 160))
@@ -54,7 +56,11 @@ def small_corpus() -> SmallCorpus:
     folds = assign_folds(
         zip(formulae["qid"].to_pylist(), formulae["paper_fold"].to_pylist(), strict=True)
     )
-    return SmallCorpus(formulae, graphs, annotations, semantic, opt_text, folds, tokens)
+    symbols = build_concept_symbols(
+        zip(formulae["qid"].to_pylist(), formulae["concepts"].to_pylist(), strict=True),
+        parse_options("distinct"),
+    )
+    return SmallCorpus(formulae, graphs, annotations, semantic, opt_text, folds, tokens, symbols)
 
 
 @pytest.fixture(scope="session")

@@ -1,36 +1,16 @@
-"""A formula's symbols, and the symbols Wikidata declares for its concepts.
+"""A formula's symbols: the leaf tokens of its OPT (`c`, `π`, `2`), and each subscripted leaf
+with a leaf subscript, written `base_subscript` (`ε_0`, `k_B`), since Wikidata declares a
+concept's symbol as `ε_0`, not `ε` (`syntax.concept_symbols`).
 
-Wikidata states, for many formulae, which concept each symbol stands for (the defining
-formula's "has part" statements with their "in defining formula" symbol): `c` is the speed of
-light, `ε_0` the permittivity of vacuum. `concept_symbols` holds those declarations, the
-symbol parsed by the same parser as the formulae, so that a symbol in a declaration and the
-same symbol in a formula's OPT are the same string.
-
-A symbol is a leaf token of the OPT (`c`, `π`, `2`) or a subscripted leaf with a leaf
-subscript, written `base_subscript` (`ε_0`, `k_B`): Wikidata declares `ε_0`, not `ε`.
+Graph rows only, no parser: methods read symbols from `opt_graphs` without their code
+version following the parser's source (a parser change reaches them through the data).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
-
-import pyarrow as pa
-
-from formula_assets.syntax.mathml import MathMLError, ParseOptions, parse_mathml_tree
-from formula_assets.syntax.opt import flatten
+from collections.abc import Sequence
 
 SUBSCRIPT = "subscript"  # the OPT token of <msub>
-
-CONCEPT_SYMBOLS_SCHEMA = pa.schema(
-    [
-        ("qid", pa.string()),  # the formula's item
-        ("concept", pa.string()),  # the concept's item
-        ("label", pa.string()),
-        ("symbols", pa.list_(pa.string())),  # empty when the symbol did not parse
-        ("error", pa.string()),  # why it did not parse (null: it did)
-    ]
-)
 
 
 def formula_symbols(
@@ -48,33 +28,3 @@ def formula_symbols(
         elif token == SUBSCRIPT and len(below) == 2 and not any(n in children for n in below):
             found.add(f"{node_tokens[below[0]]}_{node_tokens[below[1]]}")
     return sorted(found)
-
-
-def symbols_of_mathml(mathml: str, options: ParseOptions) -> list[str]:
-    """The symbols of one MathML expression (a MathMLError when it does not parse)."""
-    graph = flatten(parse_mathml_tree(mathml, options).root)
-    return formula_symbols(graph.node_tokens, graph.edge_parent, graph.edge_child)
-
-
-def build_concept_symbols(
-    formulae: Iterable[tuple[str, Sequence[Mapping[str, Any]] | None]], options: ParseOptions
-) -> pa.Table:
-    """One row per declared symbol of each formula's concepts ((qid, concepts) pairs, the
-    concepts as `wikidata_formulae` has them); a concept without a symbol declares none. A
-    symbol that does not parse keeps its row, with no symbols and the reason."""
-    rows: dict[str, list[Any]] = {name: [] for name in CONCEPT_SYMBOLS_SCHEMA.names}
-    for qid, concepts in formulae:
-        for concept in concepts or ():
-            mathml = concept.get("symbol_mathml")
-            if not mathml or not mathml.strip():
-                continue
-            try:
-                symbols, error = symbols_of_mathml(mathml, options), None
-            except MathMLError as exc:
-                symbols, error = [], exc.reason
-            rows["qid"].append(qid)
-            rows["concept"].append(concept.get("qid"))
-            rows["label"].append(concept.get("label") or "")
-            rows["symbols"].append(symbols)
-            rows["error"].append(error)
-    return pa.Table.from_pydict(rows, schema=CONCEPT_SYMBOLS_SCHEMA)

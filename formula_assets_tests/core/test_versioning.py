@@ -164,7 +164,12 @@ def test_type_checking_imports_do_not_count(copy: Path) -> None:
                 "annotation_audit",
             },
         ),
-        ("FORMULA_ASSETS_STYLED_LETTERS", "fold", {"opt_graphs", "rejected_formulae"}),
+        # the declared symbols are parsed as the formulae are
+        (
+            "FORMULA_ASSETS_STYLED_LETTERS",
+            "fold",
+            {"opt_graphs", "rejected_formulae", "concept_symbols"},
+        ),
     ],
 )
 def test_result_changing_settings_enter_exactly_their_assets(

@@ -35,6 +35,7 @@ def models(small_corpus):
         small_corpus.opt_text,
         small_corpus.tokens,
         small_corpus.annotations,
+        small_corpus.symbols,
     )
     return {
         (f, m): train_fold(registry.trained_method(m), f, data, PROFILE)

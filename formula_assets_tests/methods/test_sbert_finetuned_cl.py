@@ -30,7 +30,9 @@ PROFILE = dataclasses.replace(SMOKE, validation_fraction=0.2, sbert_finetuned_cl
 @pytest.fixture(scope="module")
 def data(small_corpus):
     c = small_corpus
-    return alignment_data(c.folds, c.graphs, c.semantic, c.opt_text, c.tokens, c.annotations)
+    return alignment_data(
+        c.folds, c.graphs, c.semantic, c.opt_text, c.tokens, c.annotations, c.symbols
+    )
 
 
 @pytest.fixture(scope="module")

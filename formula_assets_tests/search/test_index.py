@@ -39,7 +39,9 @@ def frozen(small_corpus):
 @pytest.fixture(scope="module")
 def models(small_corpus):
     c = small_corpus
-    data = alignment_data(c.folds, c.graphs, c.semantic, c.opt_text, c.tokens, c.annotations)
+    data = alignment_data(
+        c.folds, c.graphs, c.semantic, c.opt_text, c.tokens, c.annotations, c.symbols
+    )
     return {
         (f, m): train_fold(registry.trained_method(m), f, data, PROFILE)
         for f in FOLDS

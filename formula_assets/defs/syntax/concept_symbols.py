@@ -8,8 +8,8 @@ from formula_assets.core.hashing import table_content_hash
 from formula_assets.core.settings import Settings
 from formula_assets.defs.checks import schema_contract
 from formula_assets.defs.metadata import preview
+from formula_assets.syntax.concept_symbols import build_concept_symbols
 from formula_assets.syntax.opt import parse_options
-from formula_assets.syntax.symbols import build_concept_symbols
 
 
 @dg.asset(
