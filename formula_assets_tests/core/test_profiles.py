@@ -126,6 +126,13 @@ def test_a_profile_gives_each_methods_settings_and_refuses_others() -> None:
     assert profile.as_dict()["name"] == "smoke"
 
 
+def test_epochs_may_be_zero_but_not_negative() -> None:
+    """0 epochs: a method fitted in closed form (training.fold loads what it fitted)."""
+    assert replace(PROFILES["smoke"].sbert_dual_cl, epochs=0).epochs == 0
+    with pytest.raises(ValueError, match="epochs cannot be negative"):
+        replace(PROFILES["smoke"].sbert_dual_cl, epochs=-1)
+
+
 def test_a_model_needs_at_least_one_run() -> None:
     one = replace(PROFILES["smoke"].sbert_dual_cl, runs=1)
     assert one.runs == 1

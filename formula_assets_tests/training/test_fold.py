@@ -130,6 +130,39 @@ def test_preparing_inputs_is_seeded_with_the_model_seed() -> None:
     assert states_equal(a.state, b.state)
 
 
+class FittedDualEncoder(SentenceDualEncoder):
+    """A method fitted in closed form: `prepare` gives the network's weights (here those of
+    another seed's network, a stand-in for counted ones)."""
+
+    def prepare(self, data, rows, description, device) -> Prepared:
+        torch.manual_seed(99)
+        state = self.network(description).state_dict()
+        return Prepared(self.inputs(description, data, device), description, state)
+
+
+def test_a_model_fitted_in_closed_form_is_measured_not_trained() -> None:
+    fitted = FittedDualEncoder()
+    model = train_fold(fitted, 1, DATA, profile(epochs=0))
+    torch.manual_seed(99)
+    assert states_equal(model.state, fitted.network(model.description).state_dict())
+    described = model.description
+    assert model.history == [] and described.epochs_run == 0 and described.best_epoch == 0
+    assert [r.best_epoch for r in described.runs] == [0]
+    assert described.best_validation_mrr == pytest.approx(described.validation["mrr"])
+    assert described.runs[0].best_validation_mrr == pytest.approx(described.validation["mrr"])
+    # with epochs, training starts from the fitted weights: the first epoch's loss differs
+    # from that of the network the seed alone would give
+    started = train_fold(fitted, 1, DATA, profile(epochs=1)).history[0]["loss"]
+    assert started != pytest.approx(
+        train_fold(METHOD, 1, DATA, profile(epochs=1)).history[0]["loss"]
+    )
+
+
+def test_zero_epochs_without_fitted_weights_are_refused() -> None:
+    with pytest.raises(ValueError, match="0 epochs train nothing, and nothing was fitted"):
+        train_fold(METHOD, 1, DATA, profile(epochs=0))
+
+
 @pytest.mark.parametrize("hard_negatives", [0.0, 0.5])
 def test_the_test_fold_never_reaches_the_optimiser(hard_negatives: float) -> None:
     """Other inputs for the test formulae: the same weights and history (their vectors change),

@@ -323,6 +323,9 @@ def test_zero_epochs_train_nothing() -> None:
     result = train(model, STRUCTURAL, SEMANTIC, TRAIN, VALIDATION, settings)
     assert result.best_epoch == 0 and result.history == [] and not result.stopped_early
     assert states_equal(model.state_dict(), before)
+    # a model fitted in closed form is measured as it is
+    quality = retrieval_quality(*encode(model, STRUCTURAL, SEMANTIC, VALIDATION))
+    assert result.best_validation_mrr == pytest.approx(quality["mrr"]) and quality["mrr"] > 0
 
 
 def test_train_settings_are_frozen() -> None:
