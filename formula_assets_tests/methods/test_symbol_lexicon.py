@@ -106,6 +106,9 @@ def test_each_text_is_the_share_of_its_declarations_by_hand() -> None:
     assert lexicon[row] == pytest.approx(expected)
     row = model.description.semantic_vocabulary.index("mass")  # "mass" and "Mass": one key
     assert lexicon[row, column(model, "m")] == pytest.approx(weights[column(model, "m")])
+    row = model.description.semantic_vocabulary.index("speed of light")  # declared once
+    assert lexicon[row, column(model, "c")] == pytest.approx(weights[column(model, "c")])
+    assert np.count_nonzero(lexicon[row]) == 1
 
 
 def test_a_formula_is_its_known_symbols_and_its_semantics_their_texts_symbols() -> None:
@@ -117,6 +120,9 @@ def test_a_formula_is_its_known_symbols_and_its_semantics_their_texts_symbols() 
     assert np.flatnonzero(structural[4]).tolist() == [c]
     assert structural[4, c] == pytest.approx(weights[c])
     assert np.flatnonzero(semantic[4]).tolist() == [c]
+    # W = F d: every symbol but `=` was declared (F, the most declared, has the first id)
+    assert model.description.vocabulary[2] == "F"
+    assert set(np.flatnonzero(structural[2])) == {column(model, s) for s in ("W", "F", "d")}
     # p = m v: m; its semantics: momentum and velocity unknown, mass → m
     assert np.flatnonzero(structural[3]).tolist() == [m]
     assert np.flatnonzero(semantic[3]).tolist() == [m]

@@ -1,5 +1,7 @@
 """A formula's symbols: its OPT's leaves, and subscripted leaves as `base_subscript`."""
 
+import pytest
+
 from formula_assets.syntax.mathml import ParseOptions
 from formula_assets.syntax.opt import build_opt_graphs
 from formula_assets.syntax.symbols import formula_symbols
@@ -42,3 +44,8 @@ def test_by_hand_on_graph_rows() -> None:
     )
     assert formula_symbols([], [], []) == []
     assert formula_symbols(["x"], [], []) == ["x"]
+
+
+def test_edge_lists_of_different_lengths_are_refused() -> None:
+    with pytest.raises(ValueError):
+        formula_symbols(["plus", "a", "b"], [0, 0], [1])
