@@ -124,6 +124,7 @@ def test_table_contracts_warn_on_schema_changes() -> None:
         "wikidata_formulae",
         "opt_graphs",
         "rejected_formulae",
+        "concept_symbols",
         "concept_annotations",
         "correspondence_metrics",
         "cv_folds",

@@ -76,7 +76,7 @@ def test_the_profiles_are_what_docs_training_md_says() -> None:
     """The profile table of docs/training.md, field by field."""
     smoke, default, large, paper = (PROFILES[n] for n in ("smoke", "default", "large", "paper"))
     graph, dual = default.graph_text_cl, default.sbert_dual_cl
-    assert (graph.hidden, graph.epochs, graph.patience, graph.runs) == (256, 60, 8, 1)
+    assert (graph.hidden, graph.epochs, graph.patience, graph.runs) == (256, 20, 8, 1)
     assert graph.token_text and graph.formula_text and graph.token_dropout == 0.1
     assert (graph.readout, graph.head_hidden, graph.head_dropout) == ("mean+formula", 1024, 0.3)
     assert (graph.semantic_hidden, graph.semantic_dropout) == (1024, 0.3)
@@ -92,11 +92,12 @@ def test_the_profiles_are_what_docs_training_md_says() -> None:
     assert smoke.graph_text_cl.readout == "mean+formula"
     assert (smoke.sbert_dual_cl.hidden, smoke.sbert_dual_cl.epochs) == (256, 20)
     assert smoke.sbert_dual_cl.runs == 2
-    assert large.graph_text_cl == replace(graph, hidden=512, runs=2, patience=15)
+    assert large.graph_text_cl == replace(graph, hidden=512, runs=2, patience=15, epochs=60)
     assert large.sbert_dual_cl == replace(dual, runs=2)
     finetuned = default.sbert_finetuned_cl
-    assert (finetuned.epochs, finetuned.frozen_layers, finetuned.max_seq_len) == (3, 4, 64)
-    assert large.sbert_finetuned_cl == replace(finetuned, epochs=5)
+    assert (finetuned.epochs, finetuned.frozen_layers, finetuned.max_seq_len) == (1, 4, 64)
+    assert finetuned.learning_rate == 2e-4
+    assert large.sbert_finetuned_cl == replace(finetuned, epochs=5, learning_rate=1e-4)
     for settings in (paper.graph_text_cl, paper.sbert_dual_cl):
         assert (settings.hidden, settings.epochs) == (768, 200)
     # the paper's node inputs only: no token text, no formula context, one run

@@ -26,6 +26,7 @@ from formula_assets.defs.semantics.sentence_embeddings import (
     opt_token_embeddings,
     semantic_embeddings,
 )
+from formula_assets.defs.syntax.concept_symbols import concept_symbols
 from formula_assets.defs.syntax.opt_graphs import parse_formulae
 from formula_assets.defs.syntax.structural_embeddings import structural_embeddings
 from formula_assets.defs.training.cv_folds import cv_folds
@@ -56,6 +57,7 @@ def test_assets_and_a_fold_model_round_trip_through_object_storage(
     assets = [
         wikidata_formulae,
         parse_formulae,
+        concept_symbols,
         structural_embeddings,
         concept_annotations,
         semantic_embeddings,

@@ -41,6 +41,7 @@ def test_fold_model_partition_in_dagster(small_corpus) -> None:
             ("opt_text_embeddings", c.opt_text),
             ("opt_token_embeddings", c.tokens),
             ("concept_annotations", c.annotations),
+            ("concept_symbols", c.symbols),
         )
     ]
     base = f"memory://lake-{uuid.uuid4().hex}"
@@ -53,6 +54,7 @@ def test_fold_model_partition_in_dagster(small_corpus) -> None:
             "opt_text_embeddings",
             "opt_token_embeddings",
             "concept_annotations",
+            "concept_symbols",
             "cv_folds",
             "fold_models",
         ],
@@ -91,6 +93,7 @@ def test_a_profile_that_disagrees_with_the_embeddings_is_refused(small_corpus, m
             ("opt_text_embeddings", with_model(c.opt_text, "all-MiniLM-L6-v2", "x")),
             ("opt_token_embeddings", c.tokens),
             ("concept_annotations", c.annotations),
+            ("concept_symbols", c.symbols),
         )
     ]
     base = f"memory://lake-{uuid.uuid4().hex}"

@@ -60,6 +60,7 @@ def test_every_fold_method_and_direction(evaluation, models) -> None:
         "sbert_dual_cl",
         "sbert_finetuned_cl",
         "bag_dual_cl",
+        "symbol_lexicon",
         "score_ensemble",
     ]
     for row in rows:
@@ -109,6 +110,7 @@ def test_ensemble_weights_never_see_the_test_fold(inputs, models, evaluation) ->
             "sbert_no_cl",
             "sbert_finetuned_cl",
             "bag_dual_cl",
+            "symbol_lexicon",
         ]
         assert sum(weights.values()) == pytest.approx(1.0)
 

@@ -80,7 +80,7 @@ def evaluation_with(means: dict[str, float], n: int = 40, folds: int = 5) -> Eva
 
 MEANS = {
     "bm25": 0.05, "sbert_no_cl": 0.2, "graph_text_cl": 0.4, "sbert_dual_cl": 0.5,
-    "sbert_finetuned_cl": 0.3, "bag_dual_cl": 0.25,
+    "sbert_finetuned_cl": 0.3, "bag_dual_cl": 0.25, "symbol_lexicon": 0.35,
 }  # fmt: skip
 
 

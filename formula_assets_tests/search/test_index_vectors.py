@@ -72,7 +72,7 @@ def _model(fold: int, method: str, mrr: float, rng: np.random.Generator) -> Trai
 
 
 # validation MRR per fold: fold 2's members did better on the whole
-VALIDATION = {1: (0.3, 0.2, 0.1, 0.1), 2: (0.1, 0.3, 0.4, 0.2)}
+VALIDATION = {1: (0.3, 0.2, 0.1, 0.1, 0.2), 2: (0.1, 0.3, 0.4, 0.2, 0.3)}
 
 
 @pytest.fixture(scope="module")

@@ -17,6 +17,13 @@ from formula_assets.semantics.models import resolve_model
 from formula_assets_tests.support.pipeline import pipeline
 
 
+def unit_rows(vectors: np.ndarray) -> np.ndarray:
+    """Rows (or one vector) at unit length; a zero vector stays zero and scores 0 (a lexicon
+    query with no known concept has no symbols)."""
+    norms = np.linalg.norm(vectors, axis=-1, keepdims=True)
+    return vectors / np.where(norms == 0, 1.0, norms)
+
+
 @pytest.fixture(scope="module")
 def lake(materialized) -> UPath:
     return UPath(materialized[0].lake)
@@ -29,7 +36,8 @@ def an_item(lake: UPath) -> dict:
 
 @pytest.mark.slow
 @pytest.mark.parametrize(
-    "method", ["graph_text_cl", "sbert_dual_cl", "sbert_no_cl", "sbert_finetuned_cl"]
+    "method",
+    ["graph_text_cl", "sbert_dual_cl", "sbert_no_cl", "sbert_finetuned_cl", "symbol_lexicon"],
 )
 def test_query_path_reproduces_the_stored_vectors(lake: UPath, method: str) -> None:
     """A formula of the corpus, searched for, scores exactly as its stored vector does."""
@@ -43,8 +51,8 @@ def test_query_path_reproduces_the_stored_vectors(lake: UPath, method: str) -> N
     if method != "sbert_no_cl":
         structural, semantic = searcher.index.spaces[method]
         row = qids.index(item["qid"])
-        unit = semantic / np.linalg.norm(semantic, axis=1, keepdims=True)
-        expected = unit @ (structural[row] / np.linalg.norm(structural[row]))
+        unit = unit_rows(semantic)
+        expected = unit @ unit_rows(structural[row])
         got = {h.qid: h.score for h in hits}
         assert np.allclose([got[q] for q in qids], expected, atol=1e-4)
         assert all(h.split == splits[h.qid] for h in hits)
@@ -66,8 +74,8 @@ def test_the_ensemble_scores_a_query_as_table_2_does(lake: UPath) -> None:
     expected = 0.0
     for method, weight in searcher.weights.items():
         structural, semantic = searcher.index.spaces[method]
-        unit = semantic / np.linalg.norm(semantic, axis=1, keepdims=True)
-        cosine = unit @ (structural[row] / np.linalg.norm(structural[row]))
+        unit = unit_rows(semantic)
+        cosine = unit @ unit_rows(structural[row])
         expected = expected + weight * (cosine - 0.5 * searcher.index.hubness[method][1])
     assert np.allclose([hits[q] for q in searcher.index.qids], expected, atol=1e-4)
     assert any(searcher.index.hubness[m][1].any() for m in searcher.weights) == (
@@ -105,8 +113,8 @@ def test_the_ensemble_scores_a_text_query_against_the_structural_sides_hubness(
     for method, weight in searcher.weights.items():
         query, _ = searcher._semantic_query(method, text)
         structural = searcher.index.spaces[method][0]
-        unit = structural / np.linalg.norm(structural, axis=1, keepdims=True)
-        cosine = unit @ (query / np.linalg.norm(query))
+        unit = unit_rows(structural)
+        cosine = unit @ unit_rows(query)
         expected = expected + weight * (cosine - 0.5 * searcher.index.hubness[method][0])
     assert len(hits) == len(searcher.index.qids)
     assert np.allclose([hits[q] for q in searcher.index.qids], expected, atol=1e-4)
