@@ -20,7 +20,8 @@ from formula_assets_tests.support.pipeline import SAMPLE, copy_pipeline, ran
 EXPECTED_WARNINGS = {"wikidata_formulae_has_concepts"}  # some items link no concept
 ALL_ASSETS = {
     "wikidata_formulae", "opt_graphs", "rejected_formulae", "concept_symbols",
-    "structural_embeddings", "concept_annotations", "semantic_embeddings", "opt_text_embeddings", "opt_token_embeddings",
+    "structural_embeddings", "concept_annotations", "semantic_embeddings", "opt_text_embeddings",
+    "opt_token_embeddings",
     "correspondence_metrics", "cv_folds", "retrieval_scores", "ensemble_choices",
     "significance_tests", "search_index", "annotation_audit",
 }  # fmt: skip
