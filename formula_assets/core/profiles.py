@@ -168,16 +168,17 @@ PROFILES: dict[str, Profile] = {
         ),
         bag_dual_cl=replace(_DEFAULT_BAG, out_dim=64, epochs=30, batch_size=32),
     ),
-    # with symbol_lexicon in the ensemble, the two costliest models trained for less: the
-    # graph encoder ≤ 20 epochs, the fine-tuned encoder one epoch at twice the rate — the
-    # ensemble's mean selection MRR .858 → .854 for about half the cold build's CPU
-    # (docs/research-record.md); `large` and `paper` keep the full schedules
+    # with symbol_lexicon in the ensemble, the trained members for less: the graph encoder
+    # ≤ 15 epochs, sbert_dual_cl ≤ 30, the fine-tuned encoder one epoch at twice the rate, one
+    # run of the bag encoder — the ensemble's mean selection MRR .858 → .851 for about half
+    # the cold build's CPU (docs/research-record.md); `large` and `paper` keep the full
+    # schedules
     "default": Profile(
         name="default",
-        graph_text_cl=replace(_DEFAULT_GRAPH, epochs=20),
-        sbert_dual_cl=_DEFAULT_DUAL,
+        graph_text_cl=replace(_DEFAULT_GRAPH, epochs=15),
+        sbert_dual_cl=replace(_DEFAULT_DUAL, epochs=30),
         sbert_finetuned_cl=replace(_DEFAULT_FINETUNED, epochs=1, learning_rate=2e-4),
-        bag_dual_cl=_DEFAULT_BAG,
+        bag_dual_cl=replace(_DEFAULT_BAG, runs=1),
     ),
     # the default's graph settings twice as wide and with patience 15 (as measured), over
     # all-MiniLM-L6-v2 and all-mpnet-base-v2 vectors side by side (needs

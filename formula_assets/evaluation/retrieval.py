@@ -117,10 +117,13 @@ def fold_ensemble(data: FoldData, members: Sequence[Scored]) -> FoldEnsemble:
             "a selection split (profile selection_fraction > 0); retrain the fold models"
         )
     selection = member_spaces(data, members, WEIGHT_SPLIT, qids)
-    reference = member_spaces(
-        data, members, REFERENCE_SPLIT, _agreed_qids(data.models, REFERENCE_SPLIT)
-    )
+    reference = fold_reference(data, members)
     return FoldEnsemble(choose_ensemble(selection, reference), reference)
+
+
+def fold_reference(data: FoldData, members: Sequence[Scored]) -> dict[str, Space]:
+    """The members' spaces of the fold's reference split (what hubness is measured against)."""
+    return member_spaces(data, members, REFERENCE_SPLIT, _agreed_qids(data.models, REFERENCE_SPLIT))
 
 
 def evaluate(
@@ -193,6 +196,13 @@ def ensemble_choices(table: pa.Table) -> tuple[dict[int, dict[str, float]], dict
         weights.setdefault(row["fold"], {})[row["method"]] = row["weight"]
         hubness_k[row["fold"]] = row["hubness_k"]
     return weights, hubness_k
+
+
+def chosen_ensembles(table: pa.Table) -> dict[int, EnsembleChoice]:
+    """fold → the ensemble `retrieval_scores` chose (an `ensemble_table`), members in the
+    order they were weighed."""
+    weights, hubness_k = ensemble_choices(table)
+    return {fold: EnsembleChoice(weights[fold], hubness_k[fold]) for fold in weights}
 
 
 def _agreed_qids(models: Mapping[str, SplitVectors], split: str) -> list[str]:

@@ -25,7 +25,7 @@ from formula_assets.evaluation.ensemble import EnsembleChoice, ensemble_scorers,
 from formula_assets.evaluation.hubness import Space, SpaceHubness
 from formula_assets.evaluation.lineup import FoldData, SplitVectors
 from formula_assets.evaluation.ranking import CosineScorer, Scorer, gold_ranks
-from formula_assets.evaluation.retrieval import fold_ensemble
+from formula_assets.evaluation.retrieval import FoldEnsemble, fold_ensemble, fold_reference
 from formula_assets.methods import registry
 from formula_assets.search.layout import HELD_OUT, INDEX_SCHEMA, METADATA_KEY
 
@@ -79,8 +79,12 @@ def build_search_index(
     semantic_vectors: Mapping[str, np.ndarray],
     embedding_model: str | None = None,
     embedding_model_identity: str | None = None,
+    choices: Mapping[int, EnsembleChoice] | None = None,
 ) -> tuple[pa.Table, IndexSummary]:
-    """The index rows of every fold, and what the searcher and the metadata need to know."""
+    """The index rows of every fold, and what the searcher and the metadata need to know.
+    `choices`: each fold's ensemble as Table 2 chose it (`ensemble_choices`), so that search
+    weighs the members as Table 2 did without choosing again (None: chosen here, the same
+    way, on each fold's selection split)."""
     trained = registry.trained()
     members = registry.ensemble_members()
     folds = sorted({fold for fold, _ in models})
@@ -96,7 +100,11 @@ def build_search_index(
     for fold in folds:
         fold_models = {m: models[(fold, m)] for m in trained}
         data = FoldData(fold_models, opt_vectors, semantic_vectors)
-        ensemble = fold_ensemble(data, members)
+        ensemble = (
+            fold_ensemble(data, members)
+            if choices is None
+            else FoldEnsemble(_chosen(choices, fold, members), fold_reference(data, members))
+        )
         weights[fold], hubness_k[fold] = ensemble.choice.weights, ensemble.choice.hubness_k
         validation[fold] = {m: fold_models[m].description.best_validation_mrr for m in trained}
         qids, splits, spaces = _fold_vectors(fold_models, data)
@@ -127,6 +135,19 @@ def build_search_index(
         metadata[ROW_GROUP_ROWS_KEY] = str(items)
     table = table.replace_schema_metadata(metadata)
     return table, summary
+
+
+def _chosen(choices: Mapping[int, EnsembleChoice], fold: int, members) -> EnsembleChoice:
+    """The given choice of one fold, if it weighs the registry's members in their order."""
+    names = tuple(m.name for m in members)
+    choice = choices.get(fold)
+    if choice is None or choice.members != names:
+        found = None if choice is None else choice.members
+        raise ValueError(
+            f"fold {fold}: the ensemble's choice weighs {found}, not the members {names}: "
+            "rebuild retrieval_scores"
+        )
+    return choice
 
 
 def _fold_vectors(

@@ -76,14 +76,14 @@ def test_the_profiles_are_what_docs_training_md_says() -> None:
     """The profile table of docs/training.md, field by field."""
     smoke, default, large, paper = (PROFILES[n] for n in ("smoke", "default", "large", "paper"))
     graph, dual = default.graph_text_cl, default.sbert_dual_cl
-    assert (graph.hidden, graph.epochs, graph.patience, graph.runs) == (256, 20, 8, 1)
+    assert (graph.hidden, graph.epochs, graph.patience, graph.runs) == (256, 15, 8, 1)
     assert graph.token_text and graph.formula_text and graph.token_dropout == 0.1
     assert (graph.readout, graph.head_hidden, graph.head_dropout) == ("mean+formula", 1024, 0.3)
     assert (graph.semantic_hidden, graph.semantic_dropout) == (1024, 0.3)
     assert (dual.hidden, dual.out_dim, dual.epochs, dual.patience, dual.runs) == (
         1024,
         512,
-        60,
+        30,
         20,
         1,
     )
@@ -93,7 +93,10 @@ def test_the_profiles_are_what_docs_training_md_says() -> None:
     assert (smoke.sbert_dual_cl.hidden, smoke.sbert_dual_cl.epochs) == (256, 20)
     assert smoke.sbert_dual_cl.runs == 2
     assert large.graph_text_cl == replace(graph, hidden=512, runs=2, patience=15, epochs=60)
-    assert large.sbert_dual_cl == replace(dual, runs=2)
+    assert large.sbert_dual_cl == replace(dual, runs=2, epochs=60)
+    assert default.bag_dual_cl.runs == 1 and large.bag_dual_cl == replace(
+        default.bag_dual_cl, runs=2
+    )
     finetuned = default.sbert_finetuned_cl
     assert (finetuned.epochs, finetuned.frozen_layers, finetuned.max_seq_len) == (1, 4, 64)
     assert finetuned.learning_rate == 2e-4

@@ -14,7 +14,7 @@ from formula_assets.core.protocol import DIRECTIONS, ENSEMBLE, FOLDS
 from formula_assets.evaluation.ensemble import EnsembleChoice
 from formula_assets.evaluation.hubness import SpaceHubness
 from formula_assets.evaluation.inputs import evaluation_inputs
-from formula_assets.evaluation.retrieval import evaluate
+from formula_assets.evaluation.retrieval import chosen_ensembles, ensemble_table, evaluate
 from formula_assets.methods import registry
 from formula_assets.search.checks import index_complete
 from formula_assets.search.index import build_search_index, held_out_quality, serving_fold
@@ -91,6 +91,45 @@ def test_weights_equal_table_2s_and_serving_fold_follows_validation(
         FOLDS, key=lambda f: sum(models[(f, m)].description.best_validation_mrr for m in TRAINED)
     )
     assert summary.serving_fold == best == serving_fold(summary.validation_mrr)
+
+
+def test_table_2s_choices_give_the_index_it_would_choose_itself(
+    built, models, frozen, small_corpus
+) -> None:
+    """`search_index` reads `ensemble_choices` instead of choosing again: the same index."""
+    c = small_corpus
+    inputs = evaluation_inputs(c.folds, c.graphs, c.annotations, c.semantic, c.opt_text)
+    table = ensemble_table(evaluate(inputs, models, registry.lineup()))
+    given = build_search_index(
+        models, *frozen, embedding_model="a-model", choices=chosen_ensembles(table)
+    )
+    assert given[0].equals(built[0]) and given[1] == built[1]
+    # another choice is used as given: other weights, other held-out quality
+    other = {
+        fold: EnsembleChoice({m: float(m == "sbert_no_cl") for m in choice.weights}, 0)
+        for fold, choice in chosen_ensembles(table).items()
+    }
+    changed = build_search_index(models, *frozen, choices=other)[1]
+    assert changed.ensemble_weights == {f: c.weights for f, c in other.items()}
+    assert set(changed.ensemble_hubness_k.values()) == {0}
+    assert changed.held_out[ENSEMBLE] == changed.held_out["sbert_no_cl"]
+
+
+@pytest.mark.parametrize("drop", ["a fold", "a member"])
+def test_choices_for_other_members_or_folds_are_refused(
+    models, frozen, small_corpus, drop: str
+) -> None:
+    c = small_corpus
+    inputs = evaluation_inputs(c.folds, c.graphs, c.annotations, c.semantic, c.opt_text)
+    choices = chosen_ensembles(ensemble_table(evaluate(inputs, models, registry.lineup())))
+    if drop == "a fold":
+        del choices[FOLDS[-1]]
+    else:
+        weights = dict(choices[FOLDS[0]].weights)
+        weights.pop("symbol_lexicon")
+        choices[FOLDS[0]] = EnsembleChoice(weights, choices[FOLDS[0]].hubness_k)
+    with pytest.raises(ValueError, match="rebuild retrieval_scores"):
+        build_search_index(models, *frozen, choices=choices)
 
 
 def test_test_fold_vectors_never_choose_the_fold_or_the_weights(built, models, frozen) -> None:

@@ -8,6 +8,7 @@ from formula_assets.core.hashing import table_content_hash
 from formula_assets.core.protocol import DIRECTIONS
 from formula_assets.defs.checks import check_result, schema_contract
 from formula_assets.defs.publication import settle
+from formula_assets.evaluation.retrieval import chosen_ensembles
 from formula_assets.search.checks import index_complete
 from formula_assets.search.index import build_search_index
 
@@ -21,6 +22,7 @@ def search_index(
     fold_models: dict,
     semantic_embeddings: pa.Table,
     opt_text_embeddings: pa.Table,
+    ensemble_choices: pa.Table,
 ):
     """The candidates of `formula-assets search`: each formula's vectors per method and fold,
     with the split it was in, so a query only encodes itself and each hit says whether the
@@ -32,6 +34,7 @@ def search_index(
         dict(zip(*embedding_matrix(semantic_embeddings), strict=True)),
         recorded_model(semantic_embeddings),
         recorded_identity(semantic_embeddings),
+        chosen_ensembles(ensemble_choices),  # as Table 2 weighed the members
     )
     held_out = {
         f"{method} {direction}": {k: round(v, 3) for k, v in metrics.items()}
