@@ -1,8 +1,8 @@
 """Training profiles: how much compute the alignment models get, with fixed, recorded seeds.
 
 * `smoke`: seconds; for tests and demos. Proves the wiring, not the science.
-* `default`: the best a 2-core CPU does in minutes (13 min cold, over half of its CPU time the
-  fine-tuned encoder's five folds: docs/performance.md).
+* `default`: the best a 2-core CPU does in minutes (7 min 22 s cold: docs/performance.md); beside
+  the symbol lexicon, every trained member is trained for less than `large` trains it.
 * `large`: the strongest this CPU trains within 45 minutes cold: both packaged sentence
   models side by side, a wider graph encoder, two seeds per frozen-vector model.
 * `paper`: the paper's settings — 200 epochs, hidden 768, all-mpnet-base-v2 — for a GPU.
