@@ -46,3 +46,23 @@ def test_a_kept_formula_without_annotation_texts_is_an_error(texts) -> None:
     missing = pa.table({"qid": ["Q1"], "texts": [["one"]]})
     with pytest.raises(ValueError, match="no annotation texts"):
         alignment_data(FOLDS, GRAPHS, SEMANTIC, OPT_TEXT, None, missing)
+
+
+def test_declared_symbols_when_given_row_aligned_unparsed_ones_left_out() -> None:
+    symbols = pa.table(
+        {
+            "qid": ["Q5", "Q1", "Q5", "Q2", "Q5"],
+            "concept": ["C1", "C2", "C3", "C4", "C5"],
+            "label": ["speed of light", "mass", "broken", "energy", "time"],
+            "symbols": [["c"], ["m"], [], ["E"], ["t"]],
+            "error": [None, None, "not MathML", None, None],
+        }
+    )
+    data = alignment_data(FOLDS, GRAPHS, SEMANTIC, OPT_TEXT, None, ANNOTATIONS, symbols)
+    assert data.declared_symbols == [
+        [("mass", ["m"])],
+        [("speed of light", ["c"]), ("time", ["t"])],
+    ]
+    none = alignment_data(FOLDS, GRAPHS, SEMANTIC, OPT_TEXT, None, ANNOTATIONS, symbols.slice(3, 1))
+    assert none.declared_symbols == [[], []]  # Q2 is not kept; nothing declared for Q1 and Q5
+    assert alignment_data(FOLDS, GRAPHS, SEMANTIC, OPT_TEXT).declared_symbols is None

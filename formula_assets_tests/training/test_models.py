@@ -1,6 +1,6 @@
 """The aligners' parts on tiny inputs: the projection head reads directions only, CLIP's
-temperature and its floor, dropout views, the bag encoder's sums, and the seed ensemble's
-joined vectors."""
+temperature and its floor, dropout views, the bag encoder's sums, the symbol lexicon's two
+sides, and the seed ensemble's joined vectors."""
 
 import math
 
@@ -18,6 +18,7 @@ from formula_assets.training.models import (
     GraphTextModel,
     ProjectionHead,
     RunAverage,
+    SymbolLexicon,
     Temperature,
     views,
 )
@@ -168,3 +169,31 @@ def test_run_average_cosines_are_the_mean_of_the_runs_cosines() -> None:
     expected = sum(F.normalize(r.s, dim=-1) @ F.normalize(r.m, dim=-1).T for r in runs) / 3
     assert torch.allclose(zs @ zm.T, expected, atol=1e-6)
     assert len(list(RunAverage(runs).runs)) == 3
+
+
+def test_the_symbol_lexicon_sides_by_hand() -> None:
+    """A formula: its symbols' weights at their ids; a text bag: the sum of its lexicon rows;
+    an empty bag: zeros. Nothing to train."""
+    lexicon = SymbolLexicon(symbols=5, texts=4)
+    assert not list(lexicon.parameters())
+    lexicon.load_state_dict(
+        {
+            "symbol_weights": torch.tensor([0.0, 0.0, 1.5, 2.0, 3.0]),
+            "lexicon": torch.tensor(
+                [[0.0] * 5, [0.0] * 5, [0, 0, 1.5, 0, 0], [0, 0, 0.75, 1.0, 0]]
+            ),
+        }
+    )
+    # rows: {2, 4}, {}, {3}
+    bag = (torch.tensor([2, 4, 3]), torch.tensor([0, 2, 2]))
+    assert lexicon.encode_structural(bag).tolist() == [
+        [0, 0, 1.5, 0, 3.0],
+        [0, 0, 0, 0, 0],
+        [0, 0, 0, 2.0, 0],
+    ]
+    texts = (torch.tensor([2, 3, 3]), torch.tensor([0, 0, 2]))  # {}, {2, 3}, {3}
+    assert lexicon.encode_semantic(texts).tolist() == [
+        [0, 0, 0, 0, 0],
+        [0, 0, 2.25, 1.0, 0],
+        [0, 0, 0.75, 1.0, 0],
+    ]
