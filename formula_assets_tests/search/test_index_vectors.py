@@ -224,3 +224,43 @@ def test_models_with_other_formulae_or_splits_are_refused(inputs) -> None:
     )
     with pytest.raises(ValueError, match="other formulae or splits"):
         build_search_index(broken, opt, sem)
+
+
+def test_given_choices_are_used_as_given(inputs, built) -> None:
+    """The choices `retrieval_scores` made (here: those this index chose itself) give the same
+    index; other given choices are what the summary and the held-out ensemble then use."""
+    from formula_assets.evaluation.ensemble import EnsembleChoice
+
+    _, summary = built
+    same = {
+        f: EnsembleChoice(summary.ensemble_weights[f], summary.ensemble_hubness_k[f]) for f in FOLDS
+    }
+    table, again = build_search_index(
+        *inputs, embedding_model="m", embedding_model_identity="abc", choices=same
+    )
+    assert table.equals(built[0]) and again == summary
+    members = [m.name for m in registry.ensemble_members()]
+    only_frozen = {
+        f: EnsembleChoice({m: float(m == "sbert_no_cl") for m in members}, 0) for f in FOLDS
+    }
+    _, other = build_search_index(*inputs, choices=only_frozen)
+    assert other.ensemble_weights == {f: c.weights for f, c in only_frozen.items()}
+    assert other.ensemble_hubness_k == dict.fromkeys(FOLDS, 0)
+    assert other.held_out[ENSEMBLE] == other.held_out["sbert_no_cl"]
+
+
+@pytest.mark.parametrize("wrong", ["missing fold", "other members", "other order"])
+def test_choices_for_other_folds_or_members_are_refused(inputs, wrong: str) -> None:
+    from formula_assets.evaluation.ensemble import EnsembleChoice
+
+    members = [m.name for m in registry.ensemble_members()]
+    weights = {m: 1 / len(members) for m in members}
+    choices = {f: EnsembleChoice(dict(weights), 5) for f in FOLDS}
+    if wrong == "missing fold":
+        del choices[FOLDS[-1]]
+    elif wrong == "other members":
+        choices[FOLDS[0]] = EnsembleChoice(dict(list(weights.items())[:-1]), 5)
+    else:
+        choices[FOLDS[0]] = EnsembleChoice(dict(reversed(list(weights.items()))), 5)
+    with pytest.raises(ValueError, match=r"fold \d: the ensemble's choice weighs .* rebuild"):
+        build_search_index(*inputs, choices=choices)
