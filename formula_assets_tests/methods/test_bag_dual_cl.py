@@ -15,6 +15,7 @@ from formula_assets.methods.base import LoadedModel
 from formula_assets.syntax.opt import build_opt_graphs
 from formula_assets.training.data import AlignmentData
 from formula_assets.training.inputs import BagInputs, FoldRows
+from formula_assets_tests.methods.queries import GraphQuery, TextQuery
 from formula_assets_tests.training.descriptions import described
 
 GRAPHS = build_opt_graphs(
@@ -43,19 +44,6 @@ ROWS = FoldRows(train=np.array([0, 1]), test=np.array([2]))
 def description():
     settings = dataclasses.replace(get_profile("smoke").bag_dual_cl, out_dim=3)
     return dataclasses.replace(described("bag_dual_cl"), settings=settings)
-
-
-class FormulaQuery:
-    def __init__(self, row: int) -> None:
-        self.row = row
-
-    def graphs(self):
-        return GRAPHS.slice(self.row, 1)
-
-
-class TextQuery:
-    def __init__(self, text: str) -> None:
-        self.text = text
 
 
 def test_a_formula_is_its_distinct_tokens() -> None:
@@ -125,7 +113,9 @@ def test_queries_are_encoded_as_the_corpus_was() -> None:
     model = LoadedModel(fitted, network)
     corpus = network.encode_structural(METHOD.inputs(fitted, DATA, "cpu").batch(np.arange(3)))
     for row in range(3):
-        assert np.allclose(METHOD.formula_vector(FormulaQuery(row), model), corpus[row].detach())
+        assert np.allclose(
+            METHOD.formula_vector(GraphQuery(GRAPHS, row), model), corpus[row].detach()
+        )
     # an annotation's texts are one bag; a text query is the bag of that one text
     semantic = network.encode_semantic(
         METHOD.semantic_inputs(fitted, DATA, "cpu").batch(np.array([2]))

@@ -14,6 +14,7 @@ from formula_assets.methods.symbol_lexicon import METHOD, SETTINGS, text_key
 from formula_assets.syntax.opt import build_opt_graphs
 from formula_assets.training.data import AlignmentData
 from formula_assets.training.inputs import FoldRows
+from formula_assets_tests.methods.queries import GraphQuery, TextQuery
 from formula_assets_tests.training.descriptions import described
 
 GRAPHS = build_opt_graphs(
@@ -150,24 +151,11 @@ def test_a_text_or_formula_without_known_features_is_the_zero_vector() -> None:
     assert not semantic[4].any()
 
 
-class FormulaQuery:
-    def __init__(self, row: int) -> None:
-        self.row = row
-
-    def graphs(self):
-        return GRAPHS.slice(self.row, 1)
-
-
-class TextQuery:
-    def __init__(self, text: str) -> None:
-        self.text = text
-
-
 def test_queries_are_encoded_as_the_corpus_was() -> None:
     model = fitted()
     structural, semantic = vectors(model)
     for row in range(5):
-        batch = METHOD.query_input(model.description, FormulaQuery(row))
+        batch = METHOD.query_input(model.description, GraphQuery(GRAPHS, row))
         with torch.no_grad():
             assert np.allclose(model.module.encode_structural(batch)[0].numpy(), structural[row])
     speed = METHOD.text_vectors([TextQuery("SPEED  of light"), TextQuery("entropy")], model)
