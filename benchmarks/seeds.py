@@ -7,8 +7,15 @@ processes with one torch thread each, and scored as Table 2 scores a trained met
 cosine over its test fold's vectors, both directions. Reported per method and direction: the
 mean over seeds of the fold mean, its spread over seeds (std and max − min of the fold means)
 beside the std over folds (the mean of each seed's). A difference between two methods that
-is not larger than these spreads is not a result. The ensemble is not rescored here: it needs
-every member on every fold.
+is not larger than these spreads is not a result.
+
+The ensemble is rescored per offset as `retrieval_scores` scores it (`evaluate`: weights and
+hubness chosen on each fold's selection split, then the test fold), from that offset's models
+of the methods trained here and the lake's models of the others (`--methods` all trained
+methods: every member retrained with the offset).
+
+`--lake-offset-0` takes offset 0 from the lake's models instead of retraining it (they are
+offset 0 when the lake was built with this profile: checked, model by model).
 """
 
 from __future__ import annotations
@@ -22,21 +29,28 @@ import time
 import numpy as np
 
 from benchmarks.common import print_table, write_result
-from benchmarks.training import held_out_scores, lake_alignment_data
+from benchmarks.training import (
+    evaluation_tables,
+    held_out_scores,
+    lake_alignment_data,
+    lake_models,
+)
 from formula_assets.core.profiles import get_profile
-from formula_assets.core.protocol import DIRECTIONS, FOLDS
+from formula_assets.core.protocol import DIRECTIONS, ENSEMBLE, FOLDS
+from formula_assets.evaluation.retrieval import evaluate
 from formula_assets.methods import registry
+from formula_assets.training.artifacts import TrainedModel
 from formula_assets.training.fold import train_fold
 
 
-def _train(job: tuple[str, str, int, int]) -> dict:
+def _train(job: tuple[str, str, int, int]) -> tuple[dict, TrainedModel]:
     profile_name, method, fold, offset = job
     os.environ["OMP_NUM_THREADS"] = "1"
     data = lake_alignment_data()
     profile = dataclasses.replace(get_profile(profile_name), seed=offset, torch_threads=1)
     started = time.perf_counter()
     model = train_fold(registry.trained_method(method), fold, data, profile)
-    return {
+    result = {
         "method": method,
         "fold": fold,
         "offset": offset,
@@ -45,6 +59,58 @@ def _train(job: tuple[str, str, int, int]) -> dict:
         "seconds": round(time.perf_counter() - started, 1),
         "test": held_out_scores(model),
     }
+    # the ensemble reads only the stored vectors: the weights need not travel back
+    return result, dataclasses.replace(model, state={})
+
+
+def _from_lake(profile_name: str, methods: list[str], folds: list[int]) -> list:
+    """The lake's models as offset 0, refused unless `fold_models` trained them so."""
+    profile = get_profile(profile_name)
+    pairs = []
+    for (fold, method), model in lake_models(methods, folds).items():
+        d = model.description
+        if (d.profile, d.settings, d.seed) != (
+            profile.name,
+            registry.trained_method(method).settings(profile),
+            fold,
+        ):
+            raise SystemExit(
+                f"the lake's {method} fold {fold} is not offset 0 of the {profile.name} profile "
+                f"(profile {d.profile}, seed {d.seed}): retrain offset 0 instead"
+            )
+        result = {
+            "method": method,
+            "fold": fold,
+            "offset": 0,
+            "seed": d.seed,
+            "validation_mrr": d.best_validation_mrr,
+            "seconds": None,
+            "test": held_out_scores(model),
+        }
+        pairs.append((result, model))
+    return pairs
+
+
+def _ensembles(
+    trained: list[tuple[dict, TrainedModel]], offsets: list[int], folds: list[int]
+) -> list[dict]:
+    """The ensemble's test scores per offset and fold, as `retrieval_scores` gives them: the
+    offset's models of the methods trained here, the lake's of the others."""
+    inputs = evaluation_tables()
+    retrained = {m.method for _, m in trained}
+    others = lake_models([m for m in registry.trained() if m not in retrained], folds)
+    rows = []
+    for offset in offsets:
+        models = others | {(m.fold, m.method): m for r, m in trained if r["offset"] == offset}
+        scores = evaluate(inputs, models, registry.lineup()).scores.to_pylist()
+        for fold in folds:
+            test = {
+                r["direction"]: {k: r[k] for k in ("recall_at_10", "mrr")}
+                for r in scores
+                if r["method"] == ENSEMBLE and r["fold"] == fold
+            }
+            rows.append({"method": ENSEMBLE, "fold": fold, "offset": offset, "test": test})
+    return rows
 
 
 def _spread(results: list[dict], method: str, direction: str, metric: str) -> dict:
@@ -63,20 +129,31 @@ def _spread(results: list[dict], method: str, direction: str, metric: str) -> di
 
 
 def run(
-    profile: str, offsets: list[int], methods: list[str], folds: list[int], workers: int
+    profile: str,
+    offsets: list[int],
+    methods: list[str],
+    folds: list[int],
+    workers: int,
+    lake_offset_0: bool = False,
 ) -> dict:
-    jobs = [(profile, m, f, o) for o in offsets for m in methods for f in folds]
+    retrain = [o for o in offsets if not (lake_offset_0 and o == 0)]
+    jobs = [(profile, m, f, o) for o in retrain for m in methods for f in folds]
     # the longest first, so that the processes finish together
     jobs.sort(key=lambda j: -registry.get(j[1]).training_cost)
     started = time.perf_counter()
     with multiprocessing.get_context("spawn").Pool(workers) as pool:
-        results = pool.map(_train, jobs, chunksize=1)
+        trained = pool.map(_train, jobs, chunksize=1)
     wall = time.perf_counter() - started
+    if lake_offset_0 and 0 in offsets:
+        trained += _from_lake(profile, methods, folds)
+    results = [r for r, _ in trained]
+    ensembles = _ensembles(trained, offsets, folds)
     rows, spreads = [], {}
-    for method in methods:
+    for method in [*methods, ENSEMBLE]:
+        pool_rows = ensembles if method == ENSEMBLE else results
         for direction in DIRECTIONS:
-            r10 = _spread(results, method, direction, "recall_at_10")
-            mrr = _spread(results, method, direction, "mrr")
+            r10 = _spread(pool_rows, method, direction, "recall_at_10")
+            mrr = _spread(pool_rows, method, direction, "mrr")
             spreads[f"{method} {direction}"] = {"recall_at_10": r10, "mrr": mrr}
             rows.append(
                 [
@@ -104,6 +181,7 @@ def run(
         "wall_s": round(wall, 1),
         "spread": spreads,
         "models": results,
+        "ensemble": ensembles,
     }
     print(f"written {write_result(f'seeds_{profile}', result)}")
     return result
@@ -116,5 +194,10 @@ if __name__ == "__main__":
     parser.add_argument("--methods", nargs="+", default=list(registry.trained()))
     parser.add_argument("--folds", type=int, nargs="+", default=list(FOLDS))
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument(
+        "--lake-offset-0",
+        action="store_true",
+        help="offset 0: the lake's models (built with this profile), not retrained",
+    )
     args = parser.parse_args()
-    run(args.profile, args.offsets, args.methods, args.folds, args.workers)
+    run(args.profile, args.offsets, args.methods, args.folds, args.workers, args.lake_offset_0)

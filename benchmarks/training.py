@@ -14,6 +14,7 @@ import dataclasses
 import multiprocessing
 import os
 import time
+from collections.abc import Sequence
 
 import pyarrow as pa
 from upath import UPath
@@ -23,6 +24,7 @@ from formula_assets.core import lake
 from formula_assets.core.profiles import Profile, get_profile
 from formula_assets.core.protocol import DIRECTIONS, FOLDS
 from formula_assets.core.settings import Settings
+from formula_assets.evaluation.inputs import EvaluationInputs, evaluation_inputs
 from formula_assets.evaluation.ranking import CosineScorer, gold_ranks
 from formula_assets.evaluation.retrieval import PAPER_TABLE_2, evaluate, table_2
 from formula_assets.methods import registry
@@ -147,12 +149,24 @@ def epochs_only(profile: str, epochs: int, folds: tuple[int, ...] = (1,), thread
     return result
 
 
-def _lake_models(methods: list[str]) -> dict:
+def lake_models(methods: list[str], folds: Sequence[int] = FOLDS) -> dict:
     """The lake's fold models of these methods (as `make run` trained them)."""
     from formula_assets.training.artifacts import load_model, model_directory
 
     root = UPath(Settings.from_environment().data_lake)
-    return {(f, m): load_model(model_directory(root, f, m)) for m in methods for f in FOLDS}
+    return {(f, m): load_model(model_directory(root, f, m)) for m in methods for f in folds}
+
+
+def evaluation_tables() -> EvaluationInputs:
+    """What `retrieval_scores` scores the fold models against, read from the data lake."""
+    t = _tables()
+    return evaluation_inputs(
+        t["cv_folds"],
+        t["opt_graphs"],
+        t["concept_annotations"],
+        t["semantic_embeddings"],
+        t["opt_text_embeddings"],
+    )
 
 
 def run(
@@ -160,8 +174,6 @@ def run(
 ) -> dict:
     """`workers` processes with `threads` torch threads each (2 × 1: parallel; 1 × 2: serial).
     `methods`: train only these; the other trained methods' models are read from the lake."""
-    from formula_assets.evaluation.inputs import evaluation_inputs
-
     chosen = list(methods or registry.trained())
     # Longest first, so the pool's processes finish together.
     chosen.sort(key=lambda m: -registry.get(m).training_cost)
@@ -170,17 +182,9 @@ def run(
     with multiprocessing.get_context("spawn").Pool(workers) as pool:
         trained = pool.map(_train, jobs, chunksize=1)
     wall = time.perf_counter() - started
-    models = _lake_models([m for m in registry.trained() if m not in chosen])
+    models = lake_models([m for m in registry.trained() if m not in chosen])
     models |= {(m.fold, m.method): m for m, _ in trained}
-    t = _tables()
-    inputs = evaluation_inputs(
-        t["cv_folds"],
-        t["opt_graphs"],
-        t["concept_annotations"],
-        t["semantic_embeddings"],
-        t["opt_text_embeddings"],
-    )
-    summary = table_2(evaluate(inputs, models, registry.lineup()).scores)
+    summary = table_2(evaluate(evaluation_tables(), models, registry.lineup()).scores)
     per_method = _timings(jobs, trained)
     rows = []
     for r in summary:
