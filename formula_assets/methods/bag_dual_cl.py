@@ -52,12 +52,6 @@ def text_features(texts: Iterable[str]) -> list[str]:
     return sorted(features)
 
 
-def _known(vocabulary: TokenVocabulary, features: Sequence[str]) -> list[int]:
-    """Feature ids; those the vocabulary lacks are left out (ids 0 and 1 are its padding and
-    unknown rows, which the network never learns)."""
-    return [i for i in vocabulary.ids(features) if i > 1]
-
-
 class BagDualEncoder(TrainedMethod):
     name = "bag_dual_cl"
     ensemble_member = True
@@ -105,8 +99,7 @@ class BagDualEncoder(TrainedMethod):
     def _bags(vocabulary: Sequence[str], features: list[list[str]], device: str) -> BagInputs:
         from formula_assets.training.inputs import BagInputs
 
-        known = TokenVocabulary.from_tokens(vocabulary)
-        return BagInputs([_known(known, f) for f in features], device)
+        return BagInputs.known(vocabulary, features, device)
 
     def network(self, description: ModelDescription) -> torch.nn.Module:
         from formula_assets.training.models import BagDualEncoder as Network

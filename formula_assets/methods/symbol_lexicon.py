@@ -131,12 +131,9 @@ class SymbolLexiconMethod(TrainedMethod):
 
 
 def _bags(vocabulary: Sequence[str], features: list[list[str]], device: str) -> BagInputs:
-    """Feature ids per row; features the vocabulary lacks are left out (a bag may be empty:
-    its vector is zero and scores 0 against everything)."""
     from formula_assets.training.inputs import BagInputs
 
-    known = TokenVocabulary.from_tokens(vocabulary)
-    return BagInputs([[i for i in known.ids(f) if i > 1] for f in features], device)
+    return BagInputs.known(vocabulary, features, device)
 
 
 METHOD = SymbolLexiconMethod()

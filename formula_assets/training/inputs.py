@@ -8,11 +8,14 @@ its code version then does not follow the loop's source.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 import torch
+
+from formula_assets.graphs.vocabulary import TokenVocabulary
 
 if TYPE_CHECKING:
     from formula_assets.training.artifacts import ModelDescription
@@ -40,6 +43,16 @@ class BagInputs:
 
     ids: list[list[int]]
     device: str = "cpu"
+
+    @classmethod
+    def known(
+        cls, vocabulary: Sequence[str], features: Iterable[Sequence[str]], device: str = "cpu"
+    ) -> BagInputs:
+        """Each row's ids of the features `vocabulary` holds; the others are left out, as ids
+        0 and 1 (padding, unknown) are, which no network learns. A row may be an empty bag:
+        its vector is zero and scores 0 against everything."""
+        index = TokenVocabulary.from_tokens(vocabulary)
+        return cls([[i for i in index.ids(row) if i > 1] for row in features], device)
 
     def batch(self, rows: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
         bags = [self.ids[int(r)] for r in np.asarray(rows).reshape(-1)]

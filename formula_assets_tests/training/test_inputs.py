@@ -30,6 +30,17 @@ def test_a_bag_batch_is_the_rows_ids_in_turn_and_where_each_starts() -> None:
     assert ids.tolist() == [] and starts.tolist() == [0]
 
 
+def test_bags_of_features_keep_the_ids_the_vocabulary_holds_in_the_rows_order() -> None:
+    """Features the vocabulary lacks, and its padding and unknown entries, are left out: a
+    row of only those is an empty bag."""
+    vocabulary = ["[PAD]", "[UNK]", "x", "y", "z"]
+    bags = BagInputs.known(vocabulary, [["z", "x", "w"], ["w"], ["[PAD]", "[UNK]", "y"], []])
+    assert bags.ids == [[4, 2], [], [3], []]
+    assert bags.device == "cpu"
+    assert BagInputs.known(vocabulary, iter([["y", "y"]]), "meta").ids == [[3, 3]]
+    assert BagInputs.known(vocabulary, [["y"]], "meta").device == "meta"
+
+
 def test_fold_rows_and_prepared_inputs_cannot_be_reassigned() -> None:
     """The loop hands them to a method and keeps using them: nobody may swap their rows."""
     rows = FoldRows(train=np.array([0, 1]), test=np.array([2]))
