@@ -135,6 +135,7 @@ def run(
     folds: list[int],
     workers: int,
     lake_offset_0: bool = False,
+    tag: str = "",
 ) -> dict:
     retrain = [o for o in offsets if not (lake_offset_0 and o == 0)]
     jobs = [(profile, m, f, o) for o in retrain for m in methods for f in folds]
@@ -183,7 +184,8 @@ def run(
         "models": results,
         "ensemble": ensembles,
     }
-    print(f"written {write_result(f'seeds_{profile}', result)}")
+    result["tag"] = tag
+    print(f"written {write_result(f'seeds_{profile}' + (f'_{tag}' if tag else ''), result)}")
     return result
 
 
@@ -199,5 +201,16 @@ if __name__ == "__main__":
         action="store_true",
         help="offset 0: the lake's models (built with this profile), not retrained",
     )
+    parser.add_argument(
+        "--tag", default="", help="a suffix for the result file (e.g. the machine's kind)"
+    )
     args = parser.parse_args()
-    run(args.profile, args.offsets, args.methods, args.folds, args.workers, args.lake_offset_0)
+    run(
+        args.profile,
+        args.offsets,
+        args.methods,
+        args.folds,
+        args.workers,
+        args.lake_offset_0,
+        args.tag,
+    )
