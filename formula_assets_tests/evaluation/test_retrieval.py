@@ -9,13 +9,7 @@ from formula_assets.core.profiles import get_profile
 from formula_assets.core.protocol import DIRECTIONS, FOLDS
 from formula_assets.evaluation.hubness import HUBNESS_KS
 from formula_assets.evaluation.inputs import evaluation_inputs
-from formula_assets.evaluation.retrieval import (
-    chosen_ensembles,
-    ensemble_choices,
-    ensemble_table,
-    evaluate,
-    table_2,
-)
+from formula_assets.evaluation.retrieval import ensemble_choices, ensemble_table, evaluate, table_2
 from formula_assets.evaluation.significance import best_method, comparison_pairs, significance
 from formula_assets.methods import registry
 from formula_assets.training.artifacts import embeddings_table
@@ -130,11 +124,6 @@ def test_the_ensembles_choices_round_trip_through_their_table(evaluation) -> Non
     assert [list(w) for w in weights.values()] == [
         list(w) for w in evaluation.ensemble_weights.values()
     ]
-    chosen = chosen_ensembles(table)
-    assert sorted(chosen) == sorted(evaluation.ensemble_weights)
-    for fold, choice in chosen.items():
-        assert choice.weights == evaluation.ensemble_weights[fold]
-        assert choice.hubness_k == evaluation.ensemble_hubness_k[fold]
 
 
 def test_significance_covers_the_family_on_real_models(evaluation) -> None:

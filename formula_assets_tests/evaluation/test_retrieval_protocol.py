@@ -242,7 +242,13 @@ def test_every_fold_method_and_direction_is_one_row_of_hand_ranked_numbers() -> 
 
 
 def test_the_ensembles_choices_round_trip_through_their_table() -> None:
-    from formula_assets.evaluation.retrieval import Evaluation, ensemble_choices, ensemble_table
+    from formula_assets.evaluation.ensemble import EnsembleChoice
+    from formula_assets.evaluation.retrieval import (
+        Evaluation,
+        chosen_ensembles,
+        ensemble_choices,
+        ensemble_table,
+    )
 
     evaluation = Evaluation(
         scores=None,
@@ -259,6 +265,13 @@ def test_the_ensembles_choices_round_trip_through_their_table() -> None:
     weights, hubness_k = ensemble_choices(table)
     assert weights == evaluation.ensemble_weights and hubness_k == evaluation.ensemble_hubness_k
     assert list(weights[2]) == ["b", "a"]  # the members' order survives
+    # what `search_index` reads: each fold's choice, members in the order they were weighed
+    chosen = chosen_ensembles(table)
+    assert chosen == {
+        1: EnsembleChoice({"a": 1.0, "b": 0.0}, 5),
+        2: EnsembleChoice({"b": 0.25, "a": 0.75}, 0),
+    }
+    assert chosen[2].members == ("b", "a")
 
 
 def test_table_2_is_the_mean_and_sample_std_over_folds_by_hand() -> None:
