@@ -320,12 +320,14 @@ def test_zero_epochs_train_nothing() -> None:
     model = network()
     before = copy.deepcopy(model.state_dict())
     settings = dataclasses.replace(SETTINGS, epochs=0)
-    result = train(model, STRUCTURAL, SEMANTIC, TRAIN, VALIDATION, settings)
+    messages: list[str] = []
+    result = train(model, STRUCTURAL, SEMANTIC, TRAIN, VALIDATION, settings, messages.append)
     assert result.best_epoch == 0 and result.history == [] and not result.stopped_early
     assert states_equal(model.state_dict(), before)
-    # a model fitted in closed form is measured as it is
+    # a model fitted in closed form is measured as it is, and says so
     quality = retrieval_quality(*encode(model, STRUCTURAL, SEMANTIC, VALIDATION))
     assert result.best_validation_mrr == pytest.approx(quality["mrr"]) and quality["mrr"] > 0
+    assert messages == [f"no epochs: validation MRR {quality['mrr']:.4f} as fitted"]
 
 
 def test_train_settings_are_frozen() -> None:
