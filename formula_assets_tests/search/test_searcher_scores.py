@@ -1,27 +1,36 @@
-"""The searcher over a small lake written here (an index of the frozen sentence vectors, no
-trained model): every score is computed again from the stored vectors and the query's
-sentence vector, hits carry their items, and each way a search cannot run is one clear
-error. The tests over a materialized pipeline with trained models are in test_searcher.py."""
+"""The searcher over a small lake written here (an index of the frozen sentence vectors; one
+test adds a small graph model): every score is computed again from the stored vectors and the
+query's vectors, hits carry their items, and each way a search cannot run is one clear error.
+The tests over a materialized pipeline with trained models are in test_searcher.py."""
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
+import shutil
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+import torch
 from upath import UPath
 
 from formula_assets.core.protocol import ENSEMBLE
+from formula_assets.graphs.inputs import TokenTexts
+from formula_assets.methods.graph_text_cl import METHOD
 from formula_assets.search.layout import INDEX_SCHEMA, METADATA_KEY
 from formula_assets.search.searcher import Hit, Searcher, SearchError, latex_to_mathml
 from formula_assets.semantics.bert import BertSentenceEncoder
 from formula_assets.semantics.models import packaged_default_path, resolve_model
 from formula_assets.syntax.mathml import parse_mathml
-from formula_assets.syntax.opt import flatten
+from formula_assets.syntax.opt import build_opt_graphs, flatten
+from formula_assets.training.artifacts import TrainedModel, model_directory, save_model
+from formula_assets.training.data import AlignmentData
+from formula_assets.training.inputs import FoldRows
+from formula_assets_tests.methods.test_graph_text_cl import graph_description
 
 FROZEN = "sbert_no_cl"
 TRAINED = "graph_text_cl"
@@ -319,3 +328,65 @@ def test_joined_models_embed_a_query_as_each_models_unit_vector_side_by_side(
     query = np.concatenate([one, one])
     expected = (_unit(_stored(joined_lake, 1, "structural")) @ _unit(query).T)[:, 0]
     np.testing.assert_allclose(_scores(hits), expected, atol=1e-4)
+
+
+def test_a_trained_graph_model_reads_a_formula_query_and_its_tokens_texts(
+    lake, encoder, tmp_path
+) -> None:
+    """A formula query through a trained graph model: its OPT parsed as the corpus was, each
+    token's text vector from `opt_token_embeddings` where the corpus had the token and
+    embedded now where it did not (`c` and `2` here), the model loaded once."""
+    root = UPath(tmp_path / "lake")
+    shutil.copytree(str(lake), str(root))
+    rng = np.random.default_rng(8)
+    known = TokenTexts(["E", "m", "="], rng.normal(size=(3, WIDTH)).astype(np.float32))
+    rows = {"token": known.tokens, "embedding": known.vectors.tolist()}
+    schema = pa.schema([("token", pa.string()), ("embedding", pa.list_(pa.float32(), WIDTH))])
+    _write(pa.Table.from_pydict(rows, schema), Path(str(root)) / "opt_token_embeddings.parquet")
+    training = build_opt_graphs([("Q1", MATHML), ("Q2", "<math><mi>m</mi></math>")]).graphs
+    data = AlignmentData(
+        qids=["Q1", "Q2"],
+        graphs=training,
+        semantic=np.eye(2, 5, dtype=np.float32),
+        opt_text=np.eye(2, 3, dtype=np.float32),
+        folds={"Q1": 1, "Q2": 1},
+        token_texts=known,
+    )
+    untrained = dataclasses.replace(
+        graph_description(token_text=True, formula_text=False, readout="mean"), fold=2
+    )
+    untrained = dataclasses.replace(
+        untrained, settings=dataclasses.replace(untrained.settings, out_dim=4)
+    )
+    description = METHOD.prepare(
+        data, FoldRows(train=np.array([0, 1]), test=np.array([], int)), untrained, "cpu"
+    ).description
+    torch.manual_seed(0)
+    network = METHOD.network(description).eval()
+    save_model(
+        TrainedModel(description, network.state_dict(), [], None), model_directory(root, 2, TRAINED)
+    )
+
+    searcher = Searcher(root, method=TRAINED)
+    hits = searcher.formula_to_concepts(MATHML, top=len(QIDS))
+    assert searcher.model(TRAINED) is searcher.model(TRAINED)
+
+    graphs = build_opt_graphs([("query", MATHML)], searcher.options).graphs
+    tokens = sorted(set(graphs.column("node_tokens").to_pylist()[0]))
+    assert {"c", "2"} <= set(tokens) - set(known.tokens)
+    lookup = dict(zip(known.tokens, known.vectors, strict=True))
+    texts = TokenTexts(
+        tokens, np.stack([lookup[t] if t in lookup else encoder.encode(t) for t in tokens])
+    )
+
+    class Query:
+        def graphs(self):
+            return graphs
+
+        def token_texts(self, _):
+            return texts
+
+    with torch.no_grad():
+        query = network.encode_structural(METHOD.query_input(description, Query()))[0].numpy()
+    expected = (_unit(_stored(lake, 2, "semantic", TRAINED)) @ _unit(query).T)[:, 0]
+    np.testing.assert_allclose(_scores(hits), expected, atol=1e-5)

@@ -67,3 +67,15 @@ def test_the_previous_switches_are_restored_exactly() -> None:
     finally:
         torch.use_deterministic_algorithms(saved[0], warn_only=saved[1])
         torch.backends.cudnn.deterministic, torch.backends.cudnn.benchmark = saved[2:]
+
+
+def test_nondeterminism_is_recorded_whatever_the_callers_warning_filters() -> None:
+    """torch warns once per call site; a caller that ignores warnings, or a second fold in the
+    same process, must still have its nondeterministic kernel recorded."""
+    message = "index_add_cuda_ does not have a deterministic implementation"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for _ in range(2):
+            with deterministic("cuda") as outcome:
+                warnings.warn(message, stacklevel=1)
+            assert not outcome.deterministic and outcome.warnings == (message,)
