@@ -105,22 +105,25 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=os.cpu_count() or 1)
     args = parser.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    import pyarrow.parquet as pq
     import torch
     from upath import UPath
 
+    from formula_assets.core import lake
     from formula_assets.core.settings import Settings
     from formula_assets.semantics.texts import annotation_text
 
     torch.set_num_threads(args.threads)
     root = UPath(Settings.from_environment().data_lake)
-    texts = pq.read_table(root / "concept_annotations.parquet", columns=["texts"])
+    try:
+        texts = lake.read_parquet(root / "concept_annotations.parquet", ["texts"])
+        graphs = lake.read_parquet(root / "opt_graphs.parquet", ["linearised_opt"])
+        sizes = split_sizes()
+    except FileNotFoundError as exc:  # a lake without the tables or models it reads
+        raise SystemExit(f"benchmarks.cross_encoder: {exc}; run `make run` on that lake") from None
     semantic = [annotation_text(t) for t in texts.column("texts").to_pylist()]
-    graphs = pq.read_table(root / "opt_graphs.parquet", columns=["linearised_opt"])
     syntactic = graphs.column("linearised_opt").to_pylist()
 
     seconds = per_pair_seconds(semantic, syntactic, args.max_length, args.batches)
-    sizes = split_sizes()
     train_pairs = sizes.get("train", 0) * 2 * (1 + args.negatives) * args.epochs
     # validation re-ranked after each epoch (early stopping), selection and test once
     ranked = (
