@@ -163,7 +163,10 @@ def refresh(
     if runner is None:
         from formula_assets.cli.worker import LocalRunner
 
-        runner = LocalRunner(workers)
+        with LocalRunner(workers) as local:  # one pool of workers for every round
+            return refresh(
+                defs, instance, echo, workers, max_rounds, observe, local, poll_s, remind_s
+            )
     report = RefreshReport()
     started = time.perf_counter()
     warning = ensure_training_pool(instance)

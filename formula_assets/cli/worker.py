@@ -1,5 +1,5 @@
 """The local refresh runner: light jobs in this process, heavy ones in a pool of worker
-processes that each load the definitions once.
+processes that each load the definitions once, kept for every round of a refresh.
 
 Jobs are handed out one at a time, longest first, so a slow one never holds up the queue
 behind it. Each worker runs with one torch/BLAS thread (on a small CPU two threads in one
@@ -79,8 +79,39 @@ def materialize_job(job: Job) -> tuple[Job, bool]:
 
 
 class LocalRunner:
+    """Heavy jobs in `workers` processes. Entered (`with LocalRunner(2) as runner`), it keeps
+    one pool for every round, so a refresh starts its workers (each importing torch and
+    loading the definitions: seconds) once rather than once per round; not entered, each
+    `run` starts and ends its own."""
+
     def __init__(self, workers: int = 2) -> None:
         self.workers = workers
+        self._entered = False
+        self._pool: ProcessPoolExecutor | None = None
+        self._started: Any = None
+
+    def __enter__(self) -> LocalRunner:
+        self._entered = True
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self._entered = False
+        self._close()
+
+    def _close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+        self._pool, self._started = None, None
+
+    def _workers(self) -> tuple[ProcessPoolExecutor, Any]:
+        """The pool (its announcement queue with it): the runner's own when entered."""
+        if self._pool is None:
+            context = multiprocessing.get_context("spawn")
+            self._started = context.Queue()
+            self._pool = ProcessPoolExecutor(
+                self.workers, context, initializer=initialize, initargs=(self._started,)
+            )
+        return self._pool, self._started
 
     def plan(self, defs: dg.Definitions, frontier: Sequence[Entry]) -> list[Job]:
         jobs = plan_jobs(defs, frontier)
@@ -102,20 +133,18 @@ class LocalRunner:
         return failed
 
     def _in_processes(self, instance: dg.DagsterInstance, jobs: list[Job]) -> list[Job]:
-        context = multiprocessing.get_context("spawn")
-        started = context.Queue()
-        pool = ProcessPoolExecutor(
-            min(self.workers, len(jobs)), context, initializer=initialize, initargs=(started,)
-        )
+        pool, started = self._workers()
         futures = {pool.submit(materialize_job, job): job for job in jobs}
+        broken = False
         try:
             done, _ = wait(futures, return_when=FIRST_EXCEPTION)
-            broken = [f for f in done if isinstance(f.exception(), BrokenProcessPool)]
+            broken = any(isinstance(f.exception(), BrokenProcessPool) for f in done)
             if broken:
                 raise self._broken(instance, futures.values(), done, started)
             return [futures[f] for f in done if not f.result()[1]]
         finally:
-            pool.shutdown(wait=True, cancel_futures=True)
+            if broken or not self._entered:
+                self._close()
 
     @staticmethod
     def _broken(instance: dg.DagsterInstance, jobs: Any, done: Any, started: Any) -> RefreshError:
@@ -128,7 +157,9 @@ class LocalRunner:
                 announced.append(started.get(timeout=0.5)[1])
             except queues.Empty:
                 break
-        running = [job for job in dict.fromkeys(announced) if job not in finished]
+        # this round's jobs only: the queue also holds earlier rounds' announcements
+        jobs = list(jobs)
+        running = [j for j in dict.fromkeys(announced) if j in jobs and j not in finished]
         waiting = [job for job in jobs if job not in finished and job not in running]
         for job in running:
             _mark_runs_failed(instance, job)

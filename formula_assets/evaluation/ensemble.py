@@ -9,7 +9,7 @@ neighbourhood size k from `HUBNESS_KS`, chosen with the weights (ties keep the s
 
 from __future__ import annotations
 
-import itertools
+import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -28,8 +28,7 @@ from formula_assets.evaluation.ranking import (
     MatrixScorer,
     Scorer,
     WeightedScorer,
-    block_ranks,
-    weighted_sum,
+    require_finite,
 )
 
 WEIGHT_STEP = 0.1
@@ -45,32 +44,67 @@ def _weighting_mrrs(
     rows: np.ndarray,
     chunk: int = CHUNK,
 ) -> np.ndarray:
-    """MRR of the given query rows under each weighting of the members: what `gold_ranks` of
-    each weighting's `WeightedScorer` gives, summed in the same order, but with every member's
-    scores computed once per chunk of rows instead of once per weighting (a grid of 1,001
-    weightings would otherwise recompute each member's cosines 1,001 times)."""
+    """MRR of the given query rows under each weighting of the members: bit for bit what
+    `gold_ranks` of each weighting's `WeightedScorer` gives, but with every member's scores
+    computed once per chunk of rows, and each partial sum once for all the weightings that
+    share it: the grid is lexicographic, so consecutive weightings share their first
+    members' terms (3,003 weightings of six members need 4,367 sums of a block, not 18,018).
+    Terms are summed in the members' order and a weight of 0 adds nothing, as in
+    `ranking.weighted_sum`."""
+    if any(len(w) != len(members) for w in weightings):
+        raise ValueError(f"each weighting needs one weight per member ({len(members)})")
+    used = [m for m in range(len(members)) if any(w[m] for w in weightings)]
     higher = np.empty((len(weightings), len(rows)), dtype=np.int64)
     ties = np.empty_like(higher)
     for start in range(0, len(rows), chunk):
         part = rows[start : start + chunk]
-        blocks = [np.asarray(member.block(part), dtype=np.float64) for member in members]
-        shape = (len(part), members[0].size)
-        for index, weights in enumerate(weightings):
-            terms = ((w, lambda b=block: b) for w, block in zip(weights, blocks, strict=True))
-            ranks = block_ranks(weighted_sum(terms, shape), part)
-            higher[index, start : start + chunk], ties[index, start : start + chunk] = ranks
-    return np.array(
-        [float(GoldRanks(h, t).reciprocal_rank().mean()) for h, t in zip(higher, ties, strict=True)]
+        blocks = [np.asarray(members[m].block(part), dtype=np.float64) for m in used]
+        for block in blocks:
+            require_finite(block, part)
+        gold_cells = (np.arange(len(part)), part)
+        zeros = np.zeros((len(part), members[0].size))
+        # sums[d]: the weighted sum of the first d + 1 used members (None: all weights 0)
+        sums: list[np.ndarray | None] = []
+        previous: tuple[float, ...] = ()
+        for index, weighting in enumerate(weightings):
+            weights = tuple(weighting[m] for m in used)
+            shared = next(
+                (d for d, (a, b) in enumerate(zip(weights, previous, strict=False)) if a != b),
+                min(len(weights), len(previous)),
+            )
+            del sums[shared:]
+            for depth in range(shared, len(weights)):
+                below = sums[-1] if sums else None
+                if weights[depth] == 0:
+                    sums.append(below)
+                    continue
+                term = weights[depth] * blocks[depth]
+                sums.append(term if below is None else below + term)
+            previous = weights
+            total = sums[-1] if sums and sums[-1] is not None else zeros
+            gold = total[gold_cells][:, None]
+            higher[index, start : start + chunk] = (total > gold).sum(axis=1)
+            ties[index, start : start + chunk] = (total == gold).sum(axis=1) - 1
+    return GoldRanks(higher, ties).reciprocal_rank().mean(axis=1)
+
+
+@functools.cache
+def _compositions(total: int, parts: int) -> tuple[tuple[int, ...], ...]:
+    """Every tuple of `parts` non-negative integers summing to `total`, in lexicographic
+    order (what filtering `itertools.product` gives, without walking (total + 1) ** parts
+    tuples: 1.8 M for six members, of which 3,003 are kept)."""
+    if parts == 1:
+        return ((total,),)
+    return tuple(
+        (first, *rest)
+        for first in range(total + 1)
+        for rest in _compositions(total - first, parts - 1)
     )
 
 
 def _weight_grid(members: int, step: float = WEIGHT_STEP) -> list[tuple[float, ...]]:
     ticks = round(1 / step)
-    return [
-        tuple(c / ticks for c in combo)
-        for combo in itertools.product(range(ticks + 1), repeat=members)
-        if sum(combo) == ticks
-    ]
+    return [tuple(c / ticks for c in combo) for combo in _compositions(ticks, members)]
 
 
 def choose_weights(

@@ -165,11 +165,16 @@ def gold_ranks(scorer: Scorer, rows: np.ndarray | None = None, chunk: int = CHUN
 def block_ranks(block: np.ndarray, part: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(higher, ties) of the gold of each query row of a block of scores (rows `part` of a
     scorer, every candidate)."""
+    require_finite(block, part)
+    gold = block[np.arange(len(part)), part][:, None]
+    return (block > gold).sum(axis=1), (block == gold).sum(axis=1) - 1
+
+
+def require_finite(block: np.ndarray, part: np.ndarray) -> None:
+    """A non-finite score (rows `part` of a block) is an error naming its query row."""
     if not np.isfinite(block).all():
         bad = int(part[np.flatnonzero(~np.isfinite(block).all(axis=1))[0]])
         raise ValueError(f"non-finite score for query row {bad}: ranks would be meaningless")
-    gold = block[np.arange(len(part)), part][:, None]
-    return (block > gold).sum(axis=1), (block == gold).sum(axis=1) - 1
 
 
 def retrieval_summary(queries: np.ndarray, candidates: np.ndarray) -> dict[str, float]:

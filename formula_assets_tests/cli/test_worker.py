@@ -106,12 +106,14 @@ def _started_run(defs: dg.Definitions, instance: dg.DagsterInstance, job: Job) -
 
 def test_a_dead_worker_names_its_job_and_fails_only_that_jobs_runs(small) -> None:
     """Formulae were announced (twice: a job's run may announce again) and never finished:
-    the dead worker's. Folds finished; graphs never started. Only formulae's run is failed."""
+    the dead worker's. Folds finished; graphs never started; an earlier round's job announced
+    in the same pool is not this round's. Only formulae's run is failed."""
     defs, instance = small
     formulae, folds = Job(("wikidata_formulae",)), Job(("cv_folds",))
     graphs = Job(("opt_graphs", "rejected_formulae"))
     started: queue.Queue = queue.Queue()
-    for job in (formulae, folds, formulae):
+    earlier = Job(("semantic_embeddings",))  # an earlier round's, in the pool's queue
+    for job in (earlier, formulae, folds, formulae):
         started.put((1234, job))
     dying = _started_run(defs, instance, formulae)
     other = _started_run(defs, instance, graphs)
@@ -255,6 +257,35 @@ def test_heavy_jobs_run_in_worker_processes_that_end_with_the_round(
     assert sorted(map(str, failed)) == sorted(map(str, jobs))
     assert sorted(pids) == sorted(map(str, jobs))
     assert os.getpid() not in pids.values()
+
+
+def test_an_entered_runner_keeps_its_workers_for_every_round(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A refresh's rounds share one pool: the second round's runs begin in the processes
+    that began the first's (a pool per round would start two more), and none outlives the
+    runner."""
+    from formula_assets.definitions import defs
+
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home"))
+    ensure_dagster_home()
+    monkeypatch.setenv("FORMULA_ASSETS_DATA_LAKE", str(tmp_path / "lake"))
+    rounds = [
+        [Job(("fold_models",), f"{fold}|sbert_dual_cl") for fold in folds]
+        for folds in ((1, 2), (3, 4))
+    ]
+
+    with dg.DagsterInstance.get() as instance, LocalRunner(workers=2) as runner:
+        for jobs in rounds:
+            failed = runner.run(defs, instance, jobs, lambda _line: None)
+            assert sorted(map(str, failed)) == sorted(map(str, jobs))  # no inputs: they fail
+            assert len(_pool_workers()) == 2
+        pids = _pids(instance)
+
+    assert _pool_workers() == []
+    first = {pids[str(job)] for job in rounds[0]}
+    assert {pids[str(job)] for job in rounds[1]} <= first
+    assert os.getpid() not in first
 
 
 def test_a_worker_leaves_a_job_to_the_run_already_building_it(small) -> None:
