@@ -135,15 +135,13 @@ class LocalRunner:
     def _in_processes(self, instance: dg.DagsterInstance, jobs: list[Job]) -> list[Job]:
         pool, started = self._workers()
         futures = {pool.submit(materialize_job, job): job for job in jobs}
-        broken = False
         try:
             done, _ = wait(futures, return_when=FIRST_EXCEPTION)
-            broken = any(isinstance(f.exception(), BrokenProcessPool) for f in done)
-            if broken:
+            if any(isinstance(f.exception(), BrokenProcessPool) for f in done):
                 raise self._broken(instance, futures.values(), done, started)
             return [futures[f] for f in done if not f.result()[1]]
-        finally:
-            if broken or not self._entered:
+        finally:  # a broken pool ends the refresh; the runner's exit closes it
+            if not self._entered:
                 self._close()
 
     @staticmethod

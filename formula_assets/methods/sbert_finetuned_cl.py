@@ -119,10 +119,11 @@ class FineTunedSentenceEncoder(TrainedMethod):
     ) -> HiddenInputs:
         """The frozen layers' output of the texts, kept per base model (its content hash)."""
         from formula_assets.semantics.identity import folder_hash
-        from formula_assets.training.sentence_encoder import frozen_pass
+        from formula_assets.training.sentence_encoder import current_store, frozen_pass
 
         identity = description.base_model_identity or folder_hash(base_folder(description)).digest
-        return frozen_pass(identity, description.settings.frozen_layers, device, ids, tower)
+        layers = description.settings.frozen_layers
+        return frozen_pass(identity, layers, device, ids, tower, current_store())
 
     def _tokens(self, description: ModelDescription, texts: list[str]) -> TokenInputs:
         from formula_assets.training.sentence_encoder import TokenInputs, token_ids

@@ -15,7 +15,8 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -71,26 +72,83 @@ FROZEN_KEPT = 4
 _FROZEN: OrderedDict[tuple[str, int, str, str], HiddenInputs] = OrderedDict()
 
 
+_STORES: list[Path | None] = [None]
+
+
+@contextmanager
+def frozen_store(store: Path | None) -> Iterator[None]:
+    """Within the block, frozen passes this process runs go through `store` (`frozen_pass`):
+    an asset that trains or encodes with `sbert_finetuned_cl` names its cache directory here,
+    at its edge, and the method's code below it needs no parameter for it."""
+    _STORES.append(store)
+    try:
+        yield
+    finally:
+        _STORES.pop()
+
+
+def current_store() -> Path | None:
+    """The directory of the innermost `frozen_store` block (None: this process only)."""
+    return _STORES[-1]
+
+
 def frozen_pass(
     base_identity: str,
     frozen_layers: int,
     device: str,
     ids: list[list[int]],
     tower: Callable[[], SentenceTower],
+    store: Path | None = None,
 ) -> HiddenInputs:
     """`tower().lower(ids)`, kept for the next call with the same base model (by content
     hash), layers, device and token ids: the frozen layers hold the base model's weights in
-    every tower trained from it, so their output depends on nothing else."""
+    every tower trained from it, so their output depends on nothing else.
+
+    `store`: a directory (`<embedding cache>/frozen_layers` for a refresh) through which the
+    processes that need the same pass split it chunk by chunk and later calls read it
+    (`training.shared_chunks`); the chunks are `lower`'s own, so the result is the same."""
     digest = hashlib.sha256(json.dumps(ids, separators=(",", ":")).encode()).hexdigest()
     key = (base_identity, frozen_layers, device, digest)
     if key in _FROZEN:
         _FROZEN.move_to_end(key)
         return _FROZEN[key]
-    lower = tower().lower(ids)
+    lower = tower().lower(ids) if store is None else _shared_pass(store, key, ids, tower)
     _FROZEN[key] = lower
     while len(_FROZEN) > FROZEN_KEPT:
         _FROZEN.popitem(last=False)
     return lower
+
+
+def _shared_pass(
+    store: Path,
+    key: tuple[str, int, str, str],
+    ids: list[list[int]],
+    tower: Callable[[], SentenceTower],
+) -> HiddenInputs:
+    from formula_assets.training.shared_chunks import prune, shared_chunks
+
+    chunks = length_sorted_chunks(ids)
+    built: list[SentenceTower] = []
+
+    def compute(k: int) -> list[torch.Tensor]:
+        if not built:  # only a process that computes a chunk builds the tower
+            built.append(tower())
+        return built[0].lower_part([ids[i] for i in chunks[k]])
+
+    name = hashlib.sha256(json.dumps(key).encode()).hexdigest()[:32]
+    parts = shared_chunks(store / name, len(chunks), compute)
+    prune(store, FROZEN_KEPT)
+    hidden: list[torch.Tensor] = [torch.empty(0)] * len(ids)
+    for rows, part in zip(chunks, parts, strict=True):
+        for i, h in zip(rows, part, strict=True):
+            hidden[i] = h.to(device=key[2])
+    return HiddenInputs(hidden)
+
+
+def length_sorted_chunks(items: Sequence[Sequence]) -> list[list[int]]:
+    """Item positions by length, in runs of EVAL_CHUNK: little padding per forward pass."""
+    order = sorted(range(len(items)), key=lambda i: len(items[i]))
+    return [order[start : start + EVAL_CHUNK] for start in range(0, len(order), EVAL_CHUNK)]
 
 
 class SentenceTower(nn.Module):
@@ -165,27 +223,24 @@ class SentenceTower(nn.Module):
 
     def _chunked(self, items: Texts, encode) -> list[torch.Tensor]:
         """`encode` over length-sorted chunks; one result per item, in input order."""
-        order = sorted(range(len(items)), key=lambda i: len(items[i]))
         out: list[torch.Tensor] = [torch.empty(0)] * len(items)
-        for start in range(0, len(order), EVAL_CHUNK):
-            part = order[start : start + EVAL_CHUNK]
+        for part in length_sorted_chunks(items):
             for i, vector in zip(part, encode([items[i] for i in part]), strict=True):
                 out[i] = vector
         return out
 
-    @torch.no_grad()
     def lower(self, ids: list[list[int]]) -> HiddenInputs:
         """The frozen layers' output of each text (eval mode: no dropout), for `HiddenInputs`."""
+        return HiddenInputs(self._chunked(ids, self.lower_part))
+
+    @torch.no_grad()
+    def lower_part(self, items: list[list[int]]) -> list[torch.Tensor]:
+        """The frozen layers' output of a few texts padded together (one of `lower`'s chunks)."""
         was_training = self.training
         self.eval()
-
-        def run(items: Texts) -> list[torch.Tensor]:
-            hidden, _ = self._run(items, 0, self.frozen_layers)
-            return [h[: len(i)].clone() for h, i in zip(hidden, items, strict=True)]
-
-        hidden = self._chunked(ids, run)
+        hidden, _ = self._run(items, 0, self.frozen_layers)
         self.train(was_training)
-        return HiddenInputs(hidden)
+        return [h[: len(i)].clone() for h, i in zip(hidden, items, strict=True)]
 
     def encode(self, items: Texts) -> torch.Tensor:
         """Mean-pooled vectors of tokenised texts (or of their frozen layers' output); in

@@ -286,6 +286,9 @@ def test_an_entered_runner_keeps_its_workers_for_every_round(
     first = {pids[str(job)] for job in rounds[0]}
     assert {pids[str(job)] for job in rounds[1]} <= first
     assert os.getpid() not in first
+    with dg.DagsterInstance.get() as instance:  # used again, not entered: a pool per round
+        runner.run(defs, instance, rounds[0], lambda _line: None)
+    assert _pool_workers() == []
 
 
 def test_a_worker_leaves_a_job_to_the_run_already_building_it(small) -> None:

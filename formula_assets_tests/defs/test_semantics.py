@@ -124,3 +124,19 @@ def test_vector_check_passes_and_fails() -> None:
     assert "expected 8" in semantic_embeddings_valid(vectors(good, declared=8)).description
     loose = pa.table({"qid": ["Q1"], "embedding": [[1.0, 2.0]]})
     assert "not a fixed-size float32 list" in semantic_embeddings_valid(loose).description
+
+
+def test_the_frozen_layers_store_sits_beside_a_local_embedding_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cache = tmp_path / "cache"
+    assert SentenceEmbedderResource(cache_path=str(cache)).frozen_layers_store() == (
+        cache / "frozen_layers"
+    )
+    assert SentenceEmbedderResource(cache_path="").frozen_layers_store() is None  # no cache
+    assert SentenceEmbedderResource(cache_path="s3://bucket/cache").frozen_layers_store() is None
+    monkeypatch.setenv("FORMULA_ASSETS_DATA_LAKE", str(tmp_path / "lake"))
+    monkeypatch.delenv("FORMULA_ASSETS_EMBEDDING_CACHE", raising=False)
+    assert SentenceEmbedderResource().frozen_layers_store() == (
+        tmp_path / "lake" / "_cache" / "embeddings" / "frozen_layers"
+    )

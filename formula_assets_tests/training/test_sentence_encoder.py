@@ -2,6 +2,8 @@
 mean pooling over real tokens only, whatever the padding or chunking; frozen layers keep the
 base weights and, run once (`lower`), give what the whole tower gives."""
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
@@ -220,3 +222,37 @@ def test_the_frozen_pass_keeps_the_latest_few(folder, ids, monkeypatch) -> None:
     frozen_pass("base", 1, "cpu", [ids[1], [1]], tower)  # evicted: computed again
     assert len(built) == sentence_encoder.FROZEN_KEPT + 2
     assert len(sentence_encoder._FROZEN) == sentence_encoder.FROZEN_KEPT
+
+
+def test_a_stored_frozen_pass_is_the_same_and_read_back_by_the_next_process(
+    folder, ids, monkeypatch, tmp_path
+) -> None:
+    """Through a store the pass gives the very tensors `lower` gives; a process without the
+    in-memory copy (emptied here) reads them back instead of building the tower."""
+    monkeypatch.setattr(sentence_encoder, "_FROZEN", type(sentence_encoder._FROZEN)())
+    monkeypatch.setattr(sentence_encoder, "EVAL_CHUNK", 2)  # several chunks for 4 texts
+    built: list[int] = []
+
+    def tower() -> SentenceTower:
+        built.append(1)
+        return SentenceTower(folder, frozen_layers=1)
+
+    stored = frozen_pass("base", 1, "cpu", ids, tower, tmp_path)
+    expected = SentenceTower(folder, frozen_layers=1).lower(ids)
+    assert all(torch.equal(a, b) for a, b in zip(stored.hidden, expected.hidden, strict=True))
+    assert len(list(tmp_path.glob("*/*.pt"))) == 2
+    sentence_encoder._FROZEN.clear()
+    again = frozen_pass("base", 1, "cpu", ids, tower, tmp_path)
+    assert all(torch.equal(a, b) for a, b in zip(again.hidden, expected.hidden, strict=True))
+    assert len(built) == 1
+    frozen_pass("base", 2, "cpu", ids, tower, tmp_path)  # other layers: a pass of its own
+    assert len(built) == 2 and len(list(tmp_path.iterdir())) == 2
+
+
+def test_the_store_is_the_innermost_blocks() -> None:
+    assert sentence_encoder.current_store() is None
+    with sentence_encoder.frozen_store(Path("/a")):
+        with sentence_encoder.frozen_store(None):
+            assert sentence_encoder.current_store() is None
+        assert sentence_encoder.current_store() == Path("/a")
+    assert sentence_encoder.current_store() is None

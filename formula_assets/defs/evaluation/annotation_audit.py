@@ -30,6 +30,7 @@ def annotation_audit(
     from formula_assets.audit.concepts import corpus_texts, vocabulary
     from formula_assets.audit.table import build_audit, loaded_models
     from formula_assets.semantics.cache import embed_texts
+    from formula_assets.training.sentence_encoder import frozen_store
 
     formulae = wikidata_formulae.to_pylist()
     embedder = sentence_embedder.embedder(recorded_model(semantic_embeddings))
@@ -45,14 +46,15 @@ def annotation_audit(
     width = semantic_embeddings.column("embedding").type.list_size
     matrix, stats = embed_texts(texts, embedder, cache, dimension=width)
     context.log.info(f"{stats.embedded:,} texts embedded, {stats.cached:,} from cache")
-    table = build_audit(
-        formulae,
-        search_index,
-        dict(zip(cv_folds["qid"].to_pylist(), cv_folds["fold"].to_pylist(), strict=True)),
-        loaded_models(list(fold_models.values())),
-        dict(zip(texts, matrix, strict=True)),
-        recorded_aggregation(semantic_embeddings) or "sum",
-    )
+    with frozen_store(sentence_embedder.frozen_layers_store()):  # kept for the next audit
+        table = build_audit(
+            formulae,
+            search_index,
+            dict(zip(cv_folds["qid"].to_pylist(), cv_folds["fold"].to_pylist(), strict=True)),
+            loaded_models(list(fold_models.values())),
+            dict(zip(texts, matrix, strict=True)),
+            recorded_aggregation(semantic_embeddings) or "sum",
+        )
     scored = table.filter(table["scored"])
     first = scored["rank_formula_to_annotation"].to_numpy() == 1
     return dg.Output(

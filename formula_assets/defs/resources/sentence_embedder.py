@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import dagster as dg
@@ -37,6 +38,17 @@ class SentenceEmbedderResource(dg.ConfigurableResource):
         offline = settings.hf_hub_offline
         spec = downloaded(spec, self.device, settings.model_dir, offline)
         return TextEmbedder(spec, self.device, self.batch_size, offline)
+
+    def frozen_layers_store(self) -> Path | None:
+        """Where `sbert_finetuned_cl`'s frozen-layer passes are split between the processes
+        that need them and kept (`training.shared_chunks`): beside the embedding cache when
+        that is on this machine's file system; None (each process its own) otherwise."""
+        root = self.cache_path
+        if root is None:
+            root = Settings.from_environment().embedding_cache
+        if not root or "://" in root:
+            return None
+        return Path(root) / "frozen_layers"
 
     def cache(self, embedder: TextEmbedder, table: str, warn) -> EmbeddingCache | None:
         """The cache of one table's texts, keyed by the model files' content (tables never

@@ -15,6 +15,7 @@ from formula_assets.core.protocol import FOLDS
 from formula_assets.core.settings import Settings, vectors_problem
 from formula_assets.core.versioning import code_version
 from formula_assets.defs import metadata
+from formula_assets.defs.resources.sentence_embedder import SentenceEmbedderResource
 from formula_assets.methods import registry
 
 FOLD_MODEL_PARTITIONS = dg.MultiPartitionsDefinition(
@@ -53,11 +54,13 @@ def fold_models(
     opt_token_embeddings: pa.Table,
     concept_annotations: pa.Table,
     concept_symbols: pa.Table,
+    sentence_embedder: SentenceEmbedderResource,
 ):
     """A contrastive aligner per fold × method, early-stopped on validation, never on test."""
     from formula_assets.training import artifacts
     from formula_assets.training.data import alignment_data
     from formula_assets.training.fold import train_fold
+    from formula_assets.training.sentence_encoder import frozen_store
 
     keys = context.partition_key.keys_by_dimension
     fold, method = int(keys["fold"]), keys["method"]
@@ -77,7 +80,11 @@ def fold_models(
         concept_annotations,
         concept_symbols,
     )
-    trained = train_fold(registry.trained_method(method), fold, data, profile, log=context.log.info)
+    # folds trained side by side split the fine-tuned encoder's frozen-layer pass
+    with frozen_store(sentence_embedder.frozen_layers_store()):
+        trained = train_fold(
+            registry.trained_method(method), fold, data, profile, log=context.log.info
+        )
     described = trained.description
     if described.deterministic:
         version = artifacts.content_hash(trained)

@@ -1,0 +1,132 @@
+"""One chunked, deterministic computation shared by the processes that need it at once.
+
+Two refresh workers that start fine-tuning folds together both need the frozen layers' output
+of every text (`training.sentence_encoder.frozen_pass`): the same chunks, the same result.
+Through a directory they split it: each process claims the chunks no one has claimed (an
+exclusive create), computes and publishes them (written aside, then renamed), and reads the
+others' chunks once they appear. Each chunk is computed exactly as a single process would
+compute it, so the assembled result does not depend on who computed what.
+
+A claim whose process has died, or that has not been published within `stale_s`, is taken
+over; a chunk that cannot be read back is computed here. The directory is a cache: a later
+call with the same key reads every chunk without computing any.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import shutil
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import torch
+
+Chunk = list[torch.Tensor]
+
+POLL_S = 0.05
+STALE_S = 600.0  # no chunk takes this long; a claim this old is abandoned
+
+
+def shared_chunks(
+    directory: Path,
+    count: int,
+    compute: Callable[[int], Chunk],
+    stale_s: float = STALE_S,
+    poll_s: float = POLL_S,
+) -> list[Chunk]:
+    """`[compute(k) for k in range(count)]`, computed once between the processes that call
+    this with the same directory."""
+    directory.mkdir(parents=True, exist_ok=True)
+    results: dict[int, Chunk] = {}
+    for k in range(count):  # claim and compute what no one else is computing
+        if not _published(directory, k).exists() and _claim(directory, k):
+            results[k] = _publish(directory, k, compute(k))
+    for k in range(count):  # then read (or take over) the others
+        while k not in results:
+            found = _read(directory, k)
+            if found is not None:
+                results[k] = found
+            elif _abandoned(directory, k, stale_s):
+                _release(directory, k)
+                if _claim(directory, k):
+                    results[k] = _publish(directory, k, compute(k))
+            else:
+                time.sleep(poll_s)
+    os.utime(directory)  # used now: the newest to keep (`prune`)
+    return [results[k] for k in range(count)]
+
+
+def prune(root: Path, keep: int) -> None:
+    """Remove all but the `keep` most recently used directories under `root`."""
+    if not root.is_dir():
+        return
+    entries = sorted(
+        (p for p in root.iterdir() if p.is_dir()), key=lambda p: p.stat().st_mtime, reverse=True
+    )
+    for stale in entries[keep:]:
+        shutil.rmtree(stale, ignore_errors=True)
+
+
+def _published(directory: Path, k: int) -> Path:
+    return directory / f"{k}.pt"
+
+
+def _claim_path(directory: Path, k: int) -> Path:
+    return directory / f"{k}.claim"
+
+
+def _claim(directory: Path, k: int) -> bool:
+    try:
+        descriptor = os.open(_claim_path(directory, k), os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+    except FileExistsError:
+        return False
+    with os.fdopen(descriptor, "w") as claim:
+        claim.write(str(os.getpid()))
+    return True
+
+
+def _release(directory: Path, k: int) -> None:
+    _claim_path(directory, k).unlink(missing_ok=True)
+
+
+def _publish(directory: Path, k: int, chunk: Chunk) -> Chunk:
+    aside = directory / f"{k}.{os.getpid()}.tmp"
+    torch.save([t.detach().cpu() for t in chunk], aside)
+    os.replace(aside, _published(directory, k))
+    return chunk
+
+
+def _read(directory: Path, k: int) -> Chunk | None:
+    path = _published(directory, k)
+    if not path.exists():
+        return None
+    try:
+        return torch.load(path, weights_only=True)
+    except (OSError, RuntimeError, EOFError, pickle.UnpicklingError):
+        # cut short, removed under us, or not tensors: computed again (and replaced)
+        _release(directory, k)
+        return None
+
+
+def _abandoned(directory: Path, k: int, stale_s: float) -> bool:
+    """No claim at all, a claim whose process is gone, or one older than `stale_s`."""
+    path = _claim_path(directory, k)
+    try:
+        text = path.read_text()
+        age = time.time() - path.stat().st_mtime
+    except FileNotFoundError:
+        return True
+    if age > stale_s:
+        return True
+    if not text.isdigit():  # claimed a moment ago, its process id not yet written
+        return False
+    pid = int(text)
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:  # alive, another user's
+        return False
+    return False
