@@ -247,6 +247,9 @@ def test_a_stored_frozen_pass_is_the_same_and_read_back_by_the_next_process(
     assert len(built) == 1
     frozen_pass("base", 2, "cpu", ids, tower, tmp_path)  # other layers: a pass of its own
     assert len(built) == 2 and len(list(tmp_path.iterdir())) == 2
+    for row in range(sentence_encoder.FROZEN_KEPT):  # the store keeps the latest few
+        frozen_pass("base", 1, "cpu", [ids[row % len(ids)], [row]], tower, tmp_path)
+    assert len(list(tmp_path.iterdir())) == sentence_encoder.FROZEN_KEPT
 
 
 def test_the_store_is_the_innermost_blocks() -> None:
