@@ -534,3 +534,12 @@ def markdown_table() -> str:
             f"{s.description}{mark} |"
         )
     return "\n".join(lines)
+
+
+def frozen_layers_store(embedding_cache: str | None) -> Path | None:
+    """Where `sbert_finetuned_cl`'s frozen-layer passes are split between the processes that
+    need them and kept (`training.shared_chunks`): beside the embedding cache when that is on
+    this machine's file system; None (each process its own) otherwise."""
+    if not embedding_cache or "://" in embedding_cache:
+        return None
+    return Path(embedding_cache) / "frozen_layers"

@@ -16,7 +16,6 @@ from formula_assets.defs.evaluation.retrieval_scores import (
     retrieval_scores_consistent,
 )
 from formula_assets.defs.io_managers import DataLakeIOManager, ModelIOManager
-from formula_assets.defs.resources.sentence_embedder import SentenceEmbedderResource
 from formula_assets.defs.training.cv_folds import cv_folds, cv_folds_cover_every_formula
 from formula_assets.defs.training.fold_models import fold_models
 from formula_assets.methods import registry
@@ -62,7 +61,6 @@ def test_fold_model_partition_in_dagster(small_corpus) -> None:
         resources={
             "io_manager": DataLakeIOManager(base_path=base),
             "model_io_manager": ModelIOManager(base_path=base),
-            "sentence_embedder": SentenceEmbedderResource(cache_path=""),
         },
         partition_key="2|sbert_dual_cl",
         run_config=dg.RunConfig({"fold_models": {"config": {"profile": "smoke"}}}),
@@ -104,7 +102,6 @@ def test_a_profile_that_disagrees_with_the_embeddings_is_refused(small_corpus, m
         resources={
             "io_manager": DataLakeIOManager(base_path=base),
             "model_io_manager": ModelIOManager(base_path=base),
-            "sentence_embedder": SentenceEmbedderResource(cache_path=""),
         },
         partition_key="2|sbert_dual_cl",
         run_config=dg.RunConfig({"fold_models": {"config": {"profile": "paper"}}}),

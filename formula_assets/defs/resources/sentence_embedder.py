@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 import dagster as dg
 from pydantic import Field
 
-from formula_assets.core.settings import Settings, embedding_model_origin
+from formula_assets.core.settings import Settings, embedding_model_origin, frozen_layers_store
 
 if TYPE_CHECKING:
     from formula_assets.semantics.cache import EmbeddingCache
@@ -46,9 +46,7 @@ class SentenceEmbedderResource(dg.ConfigurableResource):
         root = self.cache_path
         if root is None:
             root = Settings.from_environment().embedding_cache
-        if not root or "://" in root:
-            return None
-        return Path(root) / "frozen_layers"
+        return frozen_layers_store(root)
 
     def cache(self, embedder: TextEmbedder, table: str, warn) -> EmbeddingCache | None:
         """The cache of one table's texts, keyed by the model files' content (tables never

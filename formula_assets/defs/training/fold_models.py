@@ -12,10 +12,9 @@ from formula_assets.core.arrow import recorded_model
 from formula_assets.core.hashing import bytes_hash, table_content_hash
 from formula_assets.core.profiles import get_profile
 from formula_assets.core.protocol import FOLDS
-from formula_assets.core.settings import Settings, vectors_problem
+from formula_assets.core.settings import Settings, frozen_layers_store, vectors_problem
 from formula_assets.core.versioning import code_version
 from formula_assets.defs import metadata
-from formula_assets.defs.resources.sentence_embedder import SentenceEmbedderResource
 from formula_assets.methods import registry
 
 FOLD_MODEL_PARTITIONS = dg.MultiPartitionsDefinition(
@@ -54,7 +53,6 @@ def fold_models(
     opt_token_embeddings: pa.Table,
     concept_annotations: pa.Table,
     concept_symbols: pa.Table,
-    sentence_embedder: SentenceEmbedderResource,
 ):
     """A contrastive aligner per fold × method, early-stopped on validation, never on test."""
     from formula_assets.training import artifacts
@@ -80,8 +78,10 @@ def fold_models(
         concept_annotations,
         concept_symbols,
     )
-    # folds trained side by side split the fine-tuned encoder's frozen-layer pass
-    with frozen_store(sentence_embedder.frozen_layers_store()):
+    # folds trained side by side split the fine-tuned encoder's frozen-layer pass, beside the
+    # embedding cache (the setting, not the sentence_embedder resource: its settings are not
+    # this asset's, and its code version would follow them)
+    with frozen_store(frozen_layers_store(settings.embedding_cache)):
         trained = train_fold(
             registry.trained_method(method), fold, data, profile, log=context.log.info
         )
