@@ -123,7 +123,7 @@ class FineTunedSentenceEncoder(TrainedMethod):
 
         identity = description.base_model_identity or folder_hash(base_folder(description)).digest
         layers = description.settings.frozen_layers
-        return frozen_pass(identity, layers, device, ids, tower, current_store())
+        return frozen_pass(identity, layers, device, ids, tower, *current_store())
 
     def _tokens(self, description: ModelDescription, texts: list[str]) -> TokenInputs:
         from formula_assets.training.sentence_encoder import TokenInputs, token_ids

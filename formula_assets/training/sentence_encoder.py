@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import torch
@@ -72,23 +73,31 @@ FROZEN_KEPT = 4
 _FROZEN: OrderedDict[tuple[str, int, str, str], HiddenInputs] = OrderedDict()
 
 
-_STORES: list[Path | None] = [None]
+class Store(NamedTuple):
+    """Where frozen passes are shared (None: this process only), and who hears of a store
+    that refuses writes (None: a `StoreRefusedWarning`)."""
+
+    path: Path | None = None
+    warn: Callable[[str], None] | None = None
+
+
+_STORES: list[Store] = [Store()]
 
 
 @contextmanager
-def frozen_store(store: Path | None) -> Iterator[None]:
+def frozen_store(store: Path | None, warn: Callable[[str], None] | None = None) -> Iterator[None]:
     """Within the block, frozen passes this process runs go through `store` (`frozen_pass`):
-    an asset that trains or encodes with `sbert_finetuned_cl` names its cache directory here,
-    at its edge, and the method's code below it needs no parameter for it."""
-    _STORES.append(store)
+    an asset that trains or encodes with `sbert_finetuned_cl` names its cache directory and
+    its log here, at its edge, and the method's code below it needs no parameter for them."""
+    _STORES.append(Store(store, warn))
     try:
         yield
     finally:
         _STORES.pop()
 
 
-def current_store() -> Path | None:
-    """The directory of the innermost `frozen_store` block (None: this process only)."""
+def current_store() -> Store:
+    """The innermost `frozen_store` block's store and log."""
     return _STORES[-1]
 
 
@@ -99,6 +108,7 @@ def frozen_pass(
     ids: list[list[int]],
     tower: Callable[[], SentenceTower],
     store: Path | None = None,
+    warn: Callable[[str], None] | None = None,
 ) -> HiddenInputs:
     """`tower().lower(ids)`, kept for the next call with the same base model (by content
     hash), layers, device and token ids: the frozen layers hold the base model's weights in
@@ -106,13 +116,14 @@ def frozen_pass(
 
     `store`: a directory (`<embedding cache>/frozen_layers` for a refresh) through which the
     processes that need the same pass split it chunk by chunk and later calls read it
-    (`training.shared_chunks`); the chunks are `lower`'s own, so the result is the same."""
+    (`training.shared_chunks`); the chunks are `lower`'s own, so the result is the same.
+    `warn` hears of a store that refuses writes (the pass is then computed here)."""
     digest = hashlib.sha256(json.dumps(ids, separators=(",", ":")).encode()).hexdigest()
     key = (base_identity, frozen_layers, device, digest)
     if key in _FROZEN:
         _FROZEN.move_to_end(key)
         return _FROZEN[key]
-    lower = tower().lower(ids) if store is None else _shared_pass(store, key, ids, tower)
+    lower = tower().lower(ids) if store is None else _shared_pass(store, key, ids, tower, warn)
     _FROZEN[key] = lower
     while len(_FROZEN) > FROZEN_KEPT:
         _FROZEN.popitem(last=False)
@@ -124,6 +135,7 @@ def _shared_pass(
     key: tuple[str, int, str, str],
     ids: list[list[int]],
     tower: Callable[[], SentenceTower],
+    warn: Callable[[str], None] | None,
 ) -> HiddenInputs:
     from formula_assets.training.shared_chunks import prune, shared_chunks
 
@@ -136,7 +148,7 @@ def _shared_pass(
         return built[0].lower_part([ids[i] for i in chunks[k]])
 
     name = hashlib.sha256(json.dumps(key).encode()).hexdigest()[:32]
-    parts = shared_chunks(store / name, len(chunks), compute)
+    parts = shared_chunks(store / name, len(chunks), compute, warn=warn)
     prune(store, FROZEN_KEPT)
     hidden: list[torch.Tensor] = [torch.empty(0)] * len(ids)
     for rows, part in zip(chunks, parts, strict=True):

@@ -9,15 +9,19 @@ compute it, so the assembled result does not depend on who computed what.
 
 A claim whose process has died, or that has not been published within `stale_s`, is taken
 over; a chunk that cannot be read back is computed here. The directory is a cache: a later
-call with the same key reads every chunk without computing any.
+call with the same key reads every chunk without computing any. A directory that refuses
+writes (read-only, full, not a directory) costs only the sharing: what it already holds is
+read, the rest is computed here, and a `StoreRefusedWarning` says so.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pickle
 import shutil
 import time
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 
@@ -29,33 +33,81 @@ POLL_S = 0.05
 STALE_S = 600.0  # no chunk takes this long; a claim this old is abandoned
 
 
+class StoreRefusedWarning(RuntimeWarning):
+    """The store refused a claim or a chunk: the work was done in this process alone."""
+
+
 def shared_chunks(
     directory: Path,
     count: int,
     compute: Callable[[int], Chunk],
     stale_s: float = STALE_S,
     poll_s: float = POLL_S,
+    warn: Callable[[str], None] | None = None,
 ) -> list[Chunk]:
     """`[compute(k) for k in range(count)]`, computed once between the processes that call
-    this with the same directory."""
-    directory.mkdir(parents=True, exist_ok=True)
+    this with the same directory. `warn` hears of a store that refused writes (by default a
+    `StoreRefusedWarning`)."""
+    with contextlib.suppress(OSError):  # a store that cannot be made refuses each claim below
+        directory.mkdir(parents=True, exist_ok=True)
+    refusals: list[OSError] = []
     results: dict[int, Chunk] = {}
     for k in range(count):  # claim and compute what no one else is computing
-        if not _published(directory, k).exists() and _claim(directory, k):
-            results[k] = _publish(directory, k, compute(k))
+        if not _published(directory, k).exists():
+            _take(directory, k, compute, results, refusals)
     for k in range(count):  # then read (or take over) the others
         while k not in results:
-            found = _read(directory, k)
+            try:
+                found = _read(directory, k)
+                if found is None and _abandoned(directory, k, stale_s):
+                    _release(directory, k)
+                    _take(directory, k, compute, results, refusals)
+                    continue
+            except OSError as refused:  # a claim the store will not let go: no one can publish
+                refusals.append(refused)
+                results[k] = compute(k)
+                continue
             if found is not None:
                 results[k] = found
-            elif _abandoned(directory, k, stale_s):
-                _release(directory, k)
-                if _claim(directory, k):
-                    results[k] = _publish(directory, k, compute(k))
             else:
                 time.sleep(poll_s)
-    os.utime(directory)  # used now: the newest to keep (`prune`)
+    if refusals:
+        message = (
+            f"{directory} refused {len(refusals)} of {count} chunks ({refusals[0]}): "
+            "computed in this process, not shared"
+        )
+        if warn is None:
+            warnings.warn(message, StoreRefusedWarning, stacklevel=2)
+        else:
+            warn(message)
+    with contextlib.suppress(OSError):
+        os.utime(directory)  # used now: the newest to keep (`prune`)
     return [results[k] for k in range(count)]
+
+
+def _take(
+    directory: Path,
+    k: int,
+    compute: Callable[[int], Chunk],
+    results: dict[int, Chunk],
+    refusals: list[OSError],
+) -> None:
+    """Claim chunk k, compute it and publish it into `results`; nothing when another process
+    holds the claim. A store that refuses the claim or the chunk leaves it computed here."""
+    try:
+        claimed = _claim(directory, k)
+    except OSError as refused:
+        refusals.append(refused)
+        results[k] = compute(k)
+        return
+    if claimed:
+        results[k] = compute(k)
+        try:
+            _publish(directory, k, results[k])
+        except OSError as refused:
+            refusals.append(refused)
+            with contextlib.suppress(OSError):  # if it stays, it goes stale (`_abandoned`)
+                _release(directory, k)  # the others compute it for themselves
 
 
 def prune(root: Path, keep: int) -> None:
@@ -82,8 +134,13 @@ def _claim(directory: Path, k: int) -> bool:
         descriptor = os.open(_claim_path(directory, k), os.O_CREAT | os.O_EXCL | os.O_WRONLY)
     except FileExistsError:
         return False
-    with os.fdopen(descriptor, "w") as claim:
-        claim.write(str(os.getpid()))
+    try:
+        with os.fdopen(descriptor, "w") as claim:
+            claim.write(str(os.getpid()))
+    except OSError:  # an empty claim would hold the chunk until it goes stale
+        with contextlib.suppress(OSError):
+            _release(directory, k)
+        raise
     return True
 
 
@@ -91,11 +148,13 @@ def _release(directory: Path, k: int) -> None:
     _claim_path(directory, k).unlink(missing_ok=True)
 
 
-def _publish(directory: Path, k: int, chunk: Chunk) -> Chunk:
+def _publish(directory: Path, k: int, chunk: Chunk) -> None:
     aside = directory / f"{k}.{os.getpid()}.tmp"
-    torch.save([t.detach().cpu() for t in chunk], aside)
-    os.replace(aside, _published(directory, k))
-    return chunk
+    try:
+        torch.save([t.detach().cpu() for t in chunk], aside)
+        os.replace(aside, _published(directory, k))
+    finally:
+        aside.unlink(missing_ok=True)
 
 
 def _read(directory: Path, k: int) -> Chunk | None:
@@ -105,9 +164,9 @@ def _read(directory: Path, k: int) -> Chunk | None:
     try:
         return torch.load(path, weights_only=True)
     except (OSError, RuntimeError, EOFError, pickle.UnpicklingError):
-        # cut short, removed under us, or not tensors: computed again (and replaced)
-        _release(directory, k)
-        return None
+        pass  # cut short, removed under us, or not tensors: computed again (and replaced)
+    _release(directory, k)  # its OSError: a store that keeps the chunk as it is
+    return None
 
 
 def _abandoned(directory: Path, k: int, stale_s: float) -> bool:
@@ -123,6 +182,8 @@ def _abandoned(directory: Path, k: int, stale_s: float) -> bool:
     if not text.isdigit():  # claimed a moment ago, its process id not yet written
         return False
     pid = int(text)
+    if pid == os.getpid():  # left by an earlier call here: this call claims in its first loop
+        return True
     try:
         os.kill(pid, 0)
     except ProcessLookupError:

@@ -211,3 +211,21 @@ def test_it_is_an_ensemble_member_that_trains_longest() -> None:
     assert METHOD in registry.ensemble_members()
     others = [registry.get(m).training_cost for m in registry.trained() if m != METHOD.name]
     assert METHOD.training_cost > max(others)
+
+
+def test_the_frozen_pass_goes_through_the_assets_store_and_log(
+    folder, tmp_path, monkeypatch
+) -> None:
+    """The store and the log an asset names at its edge (`frozen_store`) reach the pass: here a
+    store that refuses writes, heard of in that log, the inputs the same as without it."""
+    from formula_assets.training import sentence_encoder
+
+    monkeypatch.setattr(sentence_encoder, "_FROZEN", type(sentence_encoder._FROZEN)())
+    (tmp_path / "file").write_text("not a folder")
+    heard: list[str] = []
+    with sentence_encoder.frozen_store(tmp_path / "file" / "frozen_layers", heard.append):
+        got = METHOD.inputs(description(folder, frozen=2), DATA, "cpu")
+    assert len(heard) == 1 and str(tmp_path / "file") in heard[0]
+    sentence_encoder._FROZEN.clear()
+    alone = METHOD.inputs(description(folder, frozen=2), DATA, "cpu")
+    assert all(torch.equal(a, b) for a, b in zip(got.hidden, alone.hidden, strict=True))

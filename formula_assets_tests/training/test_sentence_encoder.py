@@ -19,6 +19,7 @@ from formula_assets.training.sentence_encoder import (
     frozen_pass,
     token_ids,
 )
+from formula_assets.training.shared_chunks import StoreRefusedWarning
 from formula_assets_tests.support.models import tiny_bert
 
 TEXTS = ["x squared plus one", "a", "the mass of a body times its acceleration", "e equals m c"]
@@ -252,10 +253,30 @@ def test_a_stored_frozen_pass_is_the_same_and_read_back_by_the_next_process(
     assert len(list(tmp_path.iterdir())) == sentence_encoder.FROZEN_KEPT
 
 
+def test_a_store_that_refuses_writes_gives_the_same_pass(
+    folder, ids, monkeypatch, tmp_path
+) -> None:
+    """An embedding cache on a read-only or full disk costs the sharing, not the fold."""
+    monkeypatch.setattr(sentence_encoder, "_FROZEN", type(sentence_encoder._FROZEN)())
+    (tmp_path / "file").write_text("not a folder")
+    with pytest.warns(StoreRefusedWarning):
+        got = frozen_pass(
+            "base", 1, "cpu", ids, lambda: SentenceTower(folder, 1), tmp_path / "file"
+        )
+    expected = SentenceTower(folder, frozen_layers=1).lower(ids)
+    assert all(torch.equal(a, b) for a, b in zip(got.hidden, expected.hidden, strict=True))
+    heard: list[str] = []  # the asset's log, when it names one
+    sentence_encoder._FROZEN.clear()
+    frozen_pass(
+        "base", 1, "cpu", ids, lambda: SentenceTower(folder, 1), tmp_path / "file", heard.append
+    )
+    assert len(heard) == 1 and "not shared" in heard[0]
+
+
 def test_the_store_is_the_innermost_blocks() -> None:
-    assert sentence_encoder.current_store() is None
-    with sentence_encoder.frozen_store(Path("/a")):
+    assert sentence_encoder.current_store() == (None, None)
+    with sentence_encoder.frozen_store(Path("/a"), print):
         with sentence_encoder.frozen_store(None):
-            assert sentence_encoder.current_store() is None
-        assert sentence_encoder.current_store() == Path("/a")
-    assert sentence_encoder.current_store() is None
+            assert sentence_encoder.current_store() == (None, None)
+        assert sentence_encoder.current_store() == (Path("/a"), print)
+    assert sentence_encoder.current_store() == (None, None)

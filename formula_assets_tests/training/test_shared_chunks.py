@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import time
+import warnings
 from pathlib import Path
 
 import pytest
@@ -51,7 +52,8 @@ def expected() -> list[list[torch.Tensor]]:
 
 def test_two_processes_split_the_chunks_and_both_get_everything(tmp_path: Path) -> None:
     context = multiprocessing.get_context("spawn")
-    start, results = context.Event(), context.Queue()
+    # both start together, however long each takes to import torch
+    start, results = context.Barrier(2), context.Queue()
     logs = [tmp_path / f"computed-{i}.txt" for i in range(2)]
     workers = [
         context.Process(target=_worker, args=(str(tmp_path / "store"), str(log), start, results))
@@ -59,7 +61,6 @@ def test_two_processes_split_the_chunks_and_both_get_everything(tmp_path: Path) 
     ]
     for worker in workers:
         worker.start()
-    start.set()
     got = [results.get(timeout=120) for _ in workers]
     for worker in workers:
         worker.join(timeout=60)
@@ -119,13 +120,21 @@ def test_a_chunk_published_by_another_process_is_read_not_computed(tmp_path: Pat
     assert "7" not in log.read_text().split()
 
 
-def test_a_chunk_cut_short_is_computed_again(tmp_path: Path) -> None:
+@pytest.mark.parametrize("claimed", [True, False])
+def test_a_chunk_cut_short_is_computed_again(tmp_path: Path, claimed: bool) -> None:
+    """With its claim or without it: replaced, shared as before (nothing refused)."""
     store = tmp_path / "store"
     shared_chunks(store, CHUNKS, _computing(tmp_path / "first", 0.0))
     (store / "2.pt").write_bytes((store / "2.pt").read_bytes()[:40])
+    if not claimed:
+        (store / "2.claim").unlink()
     log = tmp_path / "log"
-    assert same(shared_chunks(store, CHUNKS, _computing(log, 0.0), poll_s=0.01), expected())
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", shared_chunks_module.StoreRefusedWarning)
+        parts = shared_chunks(store, CHUNKS, _computing(log, 0.0), poll_s=0.01)
+    assert same(parts, expected())
     assert log.read_text().split() == ["2"]
+    assert torch.load(store / "2.pt", weights_only=True)[0].shape == (3, 3)  # published again
 
 
 @pytest.mark.parametrize("keep", [1, 2])
@@ -219,3 +228,138 @@ def test_waiting_polls_rather_than_spins(tmp_path: Path, live_pid: int, monkeypa
     parts = shared_chunks(store, CHUNKS, _computing(tmp_path / "log", 0.0), stale_s=0.5)
     assert same(parts, expected())
     assert 5 <= len(looks) <= 20  # about every 50 ms for half a second
+
+
+def test_a_store_that_cannot_be_made_costs_only_the_sharing(tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("not a folder")
+    log = tmp_path / "log"
+    with pytest.warns(shared_chunks_module.StoreRefusedWarning, match=f"{CHUNKS} of {CHUNKS}"):
+        parts = shared_chunks(tmp_path / "file" / "store", CHUNKS, _computing(log, 0.0))
+    assert same(parts, expected())
+    assert sorted(int(k) for k in log.read_text().split()) == list(range(CHUNKS))
+
+
+def test_a_refusal_is_told_to_the_log_the_caller_names(tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("not a folder")
+    heard: list[str] = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", shared_chunks_module.StoreRefusedWarning)
+        parts = shared_chunks(
+            tmp_path / "file" / "s", 2, _computing(tmp_path / "log", 0.0), warn=heard.append
+        )
+    assert same(parts, expected()[:2])
+    assert len(heard) == 1 and heard[0].startswith(f"{tmp_path / 'file' / 's'} refused 2 of 2")
+
+
+def _refusing_claims(monkeypatch) -> None:
+    """A store that takes no new files (read-only, or another user's), even as root."""
+    real = os.open
+
+    def refuse(path, flags, *args, **kwargs):
+        if str(path).endswith(".claim"):
+            raise PermissionError(13, "Permission denied", str(path))
+        return real(path, flags, *args, **kwargs)
+
+    monkeypatch.setattr(shared_chunks_module.os, "open", refuse)
+
+
+def test_a_read_only_store_is_read_and_the_rest_computed_here(tmp_path: Path, monkeypatch) -> None:
+    store = tmp_path / "store"
+    shared_chunks(store, CHUNKS, _computing(tmp_path / "first", 0.0))
+    (store / "4.pt").unlink()
+    (store / "4.claim").unlink()
+    _refusing_claims(monkeypatch)
+    log = tmp_path / "log"
+    with pytest.warns(shared_chunks_module.StoreRefusedWarning, match=f"1 of {CHUNKS}"):
+        parts = shared_chunks(store, CHUNKS, _computing(log, 0.0), poll_s=0.01)
+    assert same(parts, expected())
+    assert log.read_text().split() == ["4"]
+
+
+def test_a_cut_short_chunk_in_a_read_only_store_is_computed_here(
+    tmp_path: Path, monkeypatch, live_pid: int
+) -> None:
+    """No one can replace it: not waited for, even with its claim's process alive."""
+    store = tmp_path / "store"
+    shared_chunks(store, CHUNKS, _computing(tmp_path / "first", 0.0))
+    (store / "2.pt").write_bytes((store / "2.pt").read_bytes()[:40])
+    (store / "2.claim").write_text(str(live_pid))
+    _refusing_claims(monkeypatch)
+    monkeypatch.setattr(Path, "unlink", _refusing_unlink(Path.unlink))
+    log = tmp_path / "log"
+    started = time.perf_counter()
+    with pytest.warns(shared_chunks_module.StoreRefusedWarning, match="Permission denied"):
+        parts = shared_chunks(store, CHUNKS, _computing(log, 0.0), stale_s=3.0, poll_s=0.01)
+    assert time.perf_counter() - started < 1.5  # not until the claim went stale
+    assert same(parts, expected())
+    assert log.read_text().split() == ["2"]
+
+
+def test_a_claim_left_by_this_process_is_not_waited_for(tmp_path: Path) -> None:
+    """An earlier call here claimed chunk 6 and never published it (its store refused)."""
+    store = tmp_path / "store"
+    store.mkdir()
+    (store / "6.claim").write_text(str(os.getpid()))
+    log = tmp_path / "log"
+    started = time.perf_counter()
+    parts = shared_chunks(store, CHUNKS, _computing(log, 0.0), stale_s=3.0, poll_s=0.01)
+    assert time.perf_counter() - started < 1.5
+    assert same(parts, expected())
+    assert sorted(int(k) for k in log.read_text().split()) == list(range(CHUNKS))
+
+
+def _refusing_unlink(real):
+    def refuse(self: Path, missing_ok: bool = False) -> None:
+        if self.suffix == ".claim" and self.exists():
+            raise PermissionError(13, "Permission denied", str(self))
+        real(self, missing_ok=missing_ok)
+
+    return refuse
+
+
+def test_a_chunk_the_store_cannot_take_is_kept_here_and_its_claim_given_up(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """A full disk: the chunk is used here, no claim holds it from the others, nothing half
+    written is left behind, and the next call computes it again instead of waiting."""
+    store = tmp_path / "store"
+    real = torch.save
+
+    def full(obj, path, *args, **kwargs) -> None:
+        if str(path).startswith(str(store / "3.")):
+            Path(path).write_bytes(b"half")
+            raise OSError(28, "No space left on device", str(path))
+        real(obj, path, *args, **kwargs)
+
+    monkeypatch.setattr(shared_chunks_module.torch, "save", full)
+    with pytest.warns(shared_chunks_module.StoreRefusedWarning, match="No space left"):
+        parts = shared_chunks(store, CHUNKS, _computing(tmp_path / "first", 0.0))
+    assert same(parts, expected())
+    assert sorted(p.name for p in store.iterdir() if p.name.startswith("3.")) == []
+    log = tmp_path / "log"
+    with pytest.warns(shared_chunks_module.StoreRefusedWarning, match=f"1 of {CHUNKS}"):
+        parts = shared_chunks(store, CHUNKS, _computing(log, 0.0), stale_s=60.0)
+    assert same(parts, expected())
+    assert log.read_text().split() == ["3"]
+
+
+def test_a_claim_that_cannot_be_written_is_given_up(tmp_path: Path, monkeypatch) -> None:
+    real = os.fdopen
+
+    class Full:
+        def __init__(self, descriptor: int) -> None:
+            self.file = real(descriptor, "w")
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc) -> None:
+            self.file.close()
+
+        def write(self, text: str) -> int:
+            raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(shared_chunks_module.os, "fdopen", lambda d, mode: Full(d))
+    with pytest.raises(OSError, match="No space"):
+        shared_chunks_module._claim(tmp_path, 0)
+    assert not (tmp_path / "0.claim").exists()  # no empty claim to wait on

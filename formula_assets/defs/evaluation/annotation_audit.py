@@ -46,7 +46,8 @@ def annotation_audit(
     width = semantic_embeddings.column("embedding").type.list_size
     matrix, stats = embed_texts(texts, embedder, cache, dimension=width)
     context.log.info(f"{stats.embedded:,} texts embedded, {stats.cached:,} from cache")
-    with frozen_store(sentence_embedder.frozen_layers_store()):  # kept for the next audit
+    # kept for the next audit
+    with frozen_store(sentence_embedder.frozen_layers_store(), context.log.warning):
         table = build_audit(
             formulae,
             search_index,

@@ -81,7 +81,7 @@ def fold_models(
     # folds trained side by side split the fine-tuned encoder's frozen-layer pass, beside the
     # embedding cache (the setting, not the sentence_embedder resource: its settings are not
     # this asset's, and its code version would follow them)
-    with frozen_store(frozen_layers_store(settings.embedding_cache)):
+    with frozen_store(frozen_layers_store(settings.embedding_cache), context.log.warning):
         trained = train_fold(
             registry.trained_method(method), fold, data, profile, log=context.log.info
         )
