@@ -1,6 +1,7 @@
 """`cv_folds`, `fold_models` and `retrieval_scores` in Dagster, and the checks guarding them."""
 
 import dataclasses
+import logging
 import uuid
 
 import dagster as dg
@@ -166,3 +167,45 @@ def test_scores_beat_chance_check() -> None:
     assert not retrieval_scores_beat_chance(weak).passed
     baseline_weak = scores(recall_at_1=0.01, recall_at_5=0.02, recall_at_10=0.03)  # bm25 row
     assert retrieval_scores_beat_chance(baseline_weak).passed
+
+
+def test_a_frozen_layer_store_that_refuses_writes_is_told_in_the_run_log(
+    small_corpus, monkeypatch, tmp_path
+) -> None:
+    """The fine-tuned encoder's fold trains without its store (an embedding cache with a file
+    where `frozen_layers/` should be), and the run's log says the pass was not shared."""
+    c = small_corpus
+    (tmp_path / "cache").mkdir()
+    (tmp_path / "cache" / "frozen_layers").write_text("not a folder")
+    monkeypatch.setenv("FORMULA_ASSETS_EMBEDDING_CACHE", str(tmp_path / "cache"))
+    fixtures = [
+        constant_asset(name, table)
+        for name, table in (
+            ("opt_graphs", c.graphs),
+            ("semantic_embeddings", c.semantic),
+            ("opt_text_embeddings", c.opt_text),
+            ("opt_token_embeddings", c.tokens),
+            ("concept_annotations", c.annotations),
+            ("concept_symbols", c.symbols),
+            ("cv_folds", c.folds),
+        )
+    ]
+    instance = dg.DagsterInstance.ephemeral()
+    base = f"memory://lake-{uuid.uuid4().hex}"
+    result = dg.materialize(
+        [*fixtures, fold_models],
+        resources={
+            "io_manager": DataLakeIOManager(base_path=base),
+            "model_io_manager": ModelIOManager(base_path=base),
+        },
+        partition_key="1|sbert_finetuned_cl",
+        run_config=dg.RunConfig({"fold_models": {"config": {"profile": "smoke"}}}),
+        instance=instance,
+    )
+    assert result.success
+    warned = [
+        e.user_message
+        for e in instance.all_logs(result.run_id)
+        if e.level == logging.WARNING and "not shared" in e.user_message
+    ]
+    assert warned and str(tmp_path / "cache" / "frozen_layers") in warned[0]
