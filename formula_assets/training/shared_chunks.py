@@ -59,16 +59,17 @@ def shared_chunks(
         while k not in results:
             try:
                 found = _read(directory, k)
-                if found is None and _abandoned(directory, k, stale_s):
+                abandoned = found is None and _abandoned(directory, k, stale_s)
+                if abandoned:
                     _release(directory, k)
-                    _take(directory, k, compute, results, refusals)
-                    continue
             except OSError as refused:  # a claim the store will not let go: no one can publish
                 refusals.append(refused)
                 results[k] = compute(k)
                 continue
             if found is not None:
                 results[k] = found
+            elif abandoned:
+                _take(directory, k, compute, results, refusals)
             else:
                 time.sleep(poll_s)
     if refusals:

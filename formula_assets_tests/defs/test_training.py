@@ -31,20 +31,23 @@ def constant_asset(name: str, table: pa.Table) -> dg.AssetsDefinition:
     return _constant
 
 
+def corpus_assets(c, **tables: pa.Table) -> list[dg.AssetsDefinition]:
+    """`fold_models`' inputs drawn from the small corpus as constant assets, `tables` replacing
+    or adding to them."""
+    drawn = {
+        "opt_graphs": c.graphs,
+        "semantic_embeddings": c.semantic,
+        "opt_text_embeddings": c.opt_text,
+        "opt_token_embeddings": c.tokens,
+        "concept_annotations": c.annotations,
+        "concept_symbols": c.symbols,
+    }
+    return [constant_asset(name, table) for name, table in {**drawn, **tables}.items()]
+
+
 def test_fold_model_partition_in_dagster(small_corpus) -> None:
     c = small_corpus
-    fixtures = [
-        constant_asset(name, table)
-        for name, table in (
-            ("wikidata_formulae", c.formulae),
-            ("opt_graphs", c.graphs),
-            ("semantic_embeddings", c.semantic),
-            ("opt_text_embeddings", c.opt_text),
-            ("opt_token_embeddings", c.tokens),
-            ("concept_annotations", c.annotations),
-            ("concept_symbols", c.symbols),
-        )
-    ]
+    fixtures = corpus_assets(c, wikidata_formulae=c.formulae)
     base = f"memory://lake-{uuid.uuid4().hex}"
     result = dg.materialize(
         [*fixtures, cv_folds, fold_models],
@@ -85,18 +88,12 @@ def test_a_profile_that_disagrees_with_the_embeddings_is_refused(small_corpus, m
     monkeypatch.delenv("FORMULA_ASSETS_EMBEDDING_MODEL", raising=False)
     c = small_corpus
     minilm = with_model(c.semantic, "all-MiniLM-L6-v2", "all-MiniLM-L6-v2-test")
-    fixtures = [
-        constant_asset(name, table)
-        for name, table in (
-            ("wikidata_formulae", c.formulae),
-            ("opt_graphs", c.graphs),
-            ("semantic_embeddings", minilm),
-            ("opt_text_embeddings", with_model(c.opt_text, "all-MiniLM-L6-v2", "x")),
-            ("opt_token_embeddings", c.tokens),
-            ("concept_annotations", c.annotations),
-            ("concept_symbols", c.symbols),
-        )
-    ]
+    fixtures = corpus_assets(
+        c,
+        wikidata_formulae=c.formulae,
+        semantic_embeddings=minilm,
+        opt_text_embeddings=with_model(c.opt_text, "all-MiniLM-L6-v2", "x"),
+    )
     base = f"memory://lake-{uuid.uuid4().hex}"
     result = dg.materialize(
         [*fixtures, cv_folds, fold_models],
@@ -178,18 +175,7 @@ def test_a_frozen_layer_store_that_refuses_writes_is_told_in_the_run_log(
     (tmp_path / "cache").mkdir()
     (tmp_path / "cache" / "frozen_layers").write_text("not a folder")
     monkeypatch.setenv("FORMULA_ASSETS_EMBEDDING_CACHE", str(tmp_path / "cache"))
-    fixtures = [
-        constant_asset(name, table)
-        for name, table in (
-            ("opt_graphs", c.graphs),
-            ("semantic_embeddings", c.semantic),
-            ("opt_text_embeddings", c.opt_text),
-            ("opt_token_embeddings", c.tokens),
-            ("concept_annotations", c.annotations),
-            ("concept_symbols", c.symbols),
-            ("cv_folds", c.folds),
-        )
-    ]
+    fixtures = corpus_assets(c, cv_folds=c.folds)
     instance = dg.DagsterInstance.ephemeral()
     base = f"memory://lake-{uuid.uuid4().hex}"
     result = dg.materialize(
