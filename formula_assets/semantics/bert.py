@@ -8,11 +8,15 @@ float rounding). Any folder of another shape is refused with `Unsupported`, and 
 uses sentence-transformers instead. `BertEncoder` is that transformer as a torch module whose
 parameters are named as the folder's weights, so the fine-tuned encoder
 (`training.sentence_encoder`) trains it and a search loads its weights without transformers.
+It also reads MPNet folders (all-mpnet-base-v2): the same post-LayerNorm layers under other
+names, no segment embeddings, positions counted from the padding id, and a relative-position
+bias (T5's buckets) added to every layer's attention scores.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import numpy as np
@@ -36,12 +40,19 @@ def _json(path: Path) -> dict:
         raise Unsupported(f"{path.name} is missing") from None
 
 
+ARCHITECTURES = ("bert", "mpnet")  # config.json's model_type; BERT where it names none
+
+
 class BertEncoder(nn.Module):
-    """BERT's embeddings and transformer layers (post-LayerNorm, GELU), parameters named as
-    in the folder's `model.safetensors`; dropout as the folder's config says, in training."""
+    """BERT's (or MPNet's) embeddings and transformer layers (post-LayerNorm, GELU),
+    parameters named as in the folder's `model.safetensors`; dropout as the folder's config
+    says, in training."""
 
     def __init__(self, config: dict) -> None:
         super().__init__()
+        self.architecture = str(config.get("model_type", "bert"))
+        if self.architecture not in ARCHITECTURES:
+            raise Unsupported(f"model {self.architecture} (reads {', '.join(ARCHITECTURES)})")
         width = int(config["hidden_size"])
         self.heads = int(config["num_attention_heads"])
         self.eps = float(config["layer_norm_eps"])
@@ -52,30 +63,60 @@ class BertEncoder(nn.Module):
         self.embeddings.position_embeddings = nn.Embedding(
             int(config["max_position_embeddings"]), width
         )
-        self.embeddings.token_type_embeddings = nn.Embedding(
-            int(config.get("type_vocab_size", 2)), width
-        )
+        if self.architecture == "bert":
+            self.embeddings.token_type_embeddings = nn.Embedding(
+                int(config.get("type_vocab_size", 2)), width
+            )
+        else:  # MPNet: positions start after the padding id, as its embeddings count them
+            self.first_position = int(config.get("pad_token_id", 1)) + 1
         self.embeddings.LayerNorm = nn.LayerNorm(width, eps=self.eps)
         self.encoder = nn.Module()
         self.encoder.layer = nn.ModuleList(
-            _layer(width, int(config["intermediate_size"]), self.eps)
+            _layer(width, int(config["intermediate_size"]), self.eps, self.architecture)
             for _ in range(int(config["num_hidden_layers"]))
         )
+        if self.architecture == "mpnet":
+            self.encoder.relative_attention_bias = nn.Embedding(
+                int(config.get("relative_attention_num_buckets", 32)), self.heads
+            )
 
     @property
     def layers(self) -> int:
         return len(self.encoder.layer)
 
+    def below(self, layers: int) -> list[nn.Module]:
+        """What the output of the lowest `layers` layers depends on: the embeddings, those
+        layers and (MPNet) the position bias every layer shares. Frozen together, a stored
+        output of those layers stays what the module computes."""
+        shared = [self.encoder.relative_attention_bias] if self.architecture == "mpnet" else []
+        return [self.embeddings, *self.encoder.layer[:layers], *shared] if layers else []
+
     def embed(self, ids: torch.Tensor) -> torch.Tensor:
-        """[batch, tokens] ids (one segment) → the embeddings' output."""
+        """[batch, tokens] ids (one segment, padding on the right) → the embeddings' output."""
         e = self.embeddings
         positions = torch.arange(ids.shape[1], device=ids.device)
-        h = (
-            e.word_embeddings(ids)
-            + e.position_embeddings(positions)[None]
-            + e.token_type_embeddings(torch.zeros_like(ids))
-        )
+        if self.architecture == "bert":
+            h = (
+                e.word_embeddings(ids)
+                + e.position_embeddings(positions)[None]
+                + e.token_type_embeddings(torch.zeros_like(ids))
+            )
+        else:  # padding's positions differ from MPNet's own, and nothing attends to it
+            h = e.word_embeddings(ids) + e.position_embeddings(positions + self.first_position)
         return F.dropout(e.LayerNorm(h), self.dropout, self.training)
+
+    def _scores_bias(self, tokens: int, keep: torch.Tensor) -> torch.Tensor:
+        """What attention adds to its scores: −inf at padding; MPNet also its position bias,
+        [1, heads, tokens, tokens]."""
+        if self.architecture == "bert":
+            return keep
+        positions = torch.arange(tokens, device=keep.device)
+        table = self.encoder.relative_attention_bias
+        buckets = relative_position_buckets(
+            positions[None, :] - positions[:, None], table.num_embeddings
+        )
+        bias = table(buckets).permute(2, 0, 1)[None]
+        return bias.masked_fill(~keep, float("-inf"))
 
     def run_layers(
         self, h: torch.Tensor, mask: torch.Tensor, start: int = 0, stop: int | None = None
@@ -84,39 +125,69 @@ class BertEncoder(nn.Module):
         tokens]) marks the real tokens."""
         batch, tokens, width = h.shape
         head = width // self.heads
-        keep = mask[:, None, None, :]
+        scores_bias = self._scores_bias(tokens, mask[:, None, None, :])
         for layer in self.encoder.layer[start:stop]:
-            attention = layer.attention
+            query, key, value, output, norm = _attention_parts(layer, self.architecture)
 
             def split(x: torch.Tensor) -> torch.Tensor:
                 return x.view(batch, tokens, self.heads, head).transpose(1, 2)
 
             context = F.scaled_dot_product_attention(
-                split(attention.self.query(h)),
-                split(attention.self.key(h)),
-                split(attention.self.value(h)),
-                attn_mask=keep,
+                split(query(h)),
+                split(key(h)),
+                split(value(h)),
+                attn_mask=scores_bias,
                 dropout_p=self.attention_dropout if self.training else 0.0,
             )
             context = context.transpose(1, 2).reshape(batch, tokens, width)
-            out = F.dropout(attention.output.dense(context), self.dropout, self.training)
-            h = attention.output.LayerNorm(out + h)
+            out = F.dropout(output(context), self.dropout, self.training)
+            h = norm(out + h)
             inner = F.gelu(layer.intermediate.dense(h))
             out = F.dropout(layer.output.dense(inner), self.dropout, self.training)
             h = layer.output.LayerNorm(out + h)
         return h
 
 
-def _layer(width: int, inner: int, eps: float) -> nn.Module:
-    """One transformer layer's parameters, named as BERT's."""
+def relative_position_buckets(distance: torch.Tensor, buckets: int = 32) -> torch.Tensor:
+    """MPNet's (T5's) bucket of each key − query distance: half the buckets per sign, exact
+    below a quarter of them, logarithmic up to 128 tokens, the last bucket beyond."""
+    half = buckets // 2
+    bucket = (distance > 0).long() * half
+    n = distance.abs()
+    exact = half // 2
+    far = (
+        exact
+        + (
+            torch.log(n.float().clamp(min=1) / exact) / math.log(128 / exact) * (half - exact)
+        ).long()
+    )
+    return bucket + torch.where(n < exact, n, far.clamp(max=half - 1))
+
+
+def _attention_parts(layer: nn.Module, architecture: str) -> tuple[nn.Module, ...]:
+    """A layer's query, key, value and output projections and its attention LayerNorm."""
+    a = layer.attention
+    if architecture == "bert":
+        return a.self.query, a.self.key, a.self.value, a.output.dense, a.output.LayerNorm
+    return a.attn.q, a.attn.k, a.attn.v, a.attn.o, a.LayerNorm
+
+
+def _layer(width: int, inner: int, eps: float, architecture: str) -> nn.Module:
+    """One transformer layer's parameters, named as the architecture's."""
     layer = nn.Module()
     layer.attention = nn.Module()
-    layer.attention.self = nn.Module()
-    for name in ("query", "key", "value"):
-        setattr(layer.attention.self, name, nn.Linear(width, width))
-    layer.attention.output = nn.Module()
-    layer.attention.output.dense = nn.Linear(width, width)
-    layer.attention.output.LayerNorm = nn.LayerNorm(width, eps=eps)
+    if architecture == "bert":
+        layer.attention.self = nn.Module()
+        for name in ("query", "key", "value"):
+            setattr(layer.attention.self, name, nn.Linear(width, width))
+        layer.attention.output = nn.Module()
+        layer.attention.output.dense = nn.Linear(width, width)
+        layer.attention.output.LayerNorm = nn.LayerNorm(width, eps=eps)
+    else:
+        layer.attention.attn = nn.Module()
+        for name in ("q", "k", "v", "o"):
+            setattr(layer.attention.attn, name, nn.Linear(width, width))
+        layer.attention.LayerNorm = nn.LayerNorm(width, eps=eps)
     layer.intermediate = nn.Module()
     layer.intermediate.dense = nn.Linear(width, inner)
     layer.output = nn.Module()
@@ -130,10 +201,11 @@ def folder_weights(folder: Path) -> dict[str, torch.Tensor]:
     from safetensors.torch import load_file
 
     state = load_file(folder / "model.safetensors")
+    names = {k: k.removeprefix("bert.").removeprefix("mpnet.") for k in state}
     return {
-        k.removeprefix("bert."): v.float()
+        names[k]: v.float()
         for k, v in state.items()
-        if not k.removeprefix("bert.").startswith("pooler.") and not k.endswith("position_ids")
+        if not names[k].startswith("pooler.") and not k.endswith("position_ids")
     }
 
 

@@ -1,6 +1,6 @@
-"""A sentence-transformer (BERT, mean pooling) as a trainable network: one shared tower reads
-both sides as text, the linearised OPT and the annotation texts, so contrastive training
-fine-tunes the encoder itself rather than heads over its frozen vectors.
+"""A sentence-transformer (BERT or MPNet, mean pooling) as a trainable network: one shared
+tower reads both sides as text, the linearised OPT and the annotation texts, so contrastive
+training fine-tunes the encoder itself rather than heads over its frozen vectors.
 
 The tower is built from a sentence-transformers folder's own files — `config.json`,
 `tokenizer.json`, `model.safetensors` — as `semantics.bert.BertEncoder` (plain torch: a search
@@ -164,12 +164,13 @@ def length_sorted_chunks(items: Sequence[Sequence]) -> list[list[int]]:
 
 
 class SentenceTower(nn.Module):
-    """`sbert_finetuned_cl`'s network: one BERT with mean pooling for both sides (its
-    vectors are compared by cosine, as the frozen model's are).
+    """`sbert_finetuned_cl`'s network: one BERT (or MPNet) with mean pooling for both sides
+    (its vectors are compared by cosine, as the frozen model's are).
 
-    With `frozen_layers` k > 0 the embeddings and the lowest k layers keep the base model's
-    weights; a batch may then be those layers' output (`HiddenInputs`, made by `lower`)
-    instead of token ids, and only the layers above run."""
+    With `frozen_layers` k > 0 the embeddings and the lowest k layers (and what they share
+    with the layers above: MPNet's position bias) keep the base model's weights; a batch may
+    then be those layers' output (`HiddenInputs`, made by `lower`) instead of token ids, and
+    only the layers above run."""
 
     def __init__(self, folder: Path, frozen_layers: int = 0, pretrained: bool = True) -> None:
         """`pretrained`: start from the folder's weights (training); otherwise only its
@@ -184,7 +185,7 @@ class SentenceTower(nn.Module):
         if pretrained:
             self.bert.load_state_dict(folder_weights(folder))
         if frozen_layers:
-            for module in (self.bert.embeddings, *self.bert.encoder.layer[:frozen_layers]):
+            for module in self.bert.below(frozen_layers):
                 module.requires_grad_(False)
         self.temperature = Temperature(INITIAL_TEMPERATURE)
 

@@ -267,3 +267,98 @@ def test_without_a_sentence_length_a_wide_position_table_truncates_at_512(tmp_pa
     _merge(folder / "config.json", {"max_position_embeddings": 1024})
     _merge(folder / "sentence_bert_config.json", {"max_seq_length": None})
     assert len(folder_tokenizer(folder).encode("energy " * 900).ids) == 512
+
+
+# MPNet (all-mpnet-base-v2's architecture), held to transformers' own implementation on a
+# small random model: long enough for the position buckets past 128 tokens, padded in a batch
+
+
+@pytest.fixture(scope="module")
+def tiny_mpnet(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, object]:
+    import torch
+    from transformers import MPNetConfig, MPNetModel
+
+    torch.manual_seed(0)
+    config = MPNetConfig(
+        vocab_size=60,
+        hidden_size=32,
+        num_hidden_layers=3,
+        num_attention_heads=4,
+        intermediate_size=48,
+        max_position_embeddings=200,
+    )
+    model = MPNetModel(config, add_pooling_layer=True).eval()
+    with torch.no_grad():  # a trained model's bias differs per bucket and head; init's is 0.02·N
+        model.encoder.relative_attention_bias.weight.normal_(0.0, 1.0)
+    folder = tmp_path_factory.mktemp("mpnet")
+    model.save_pretrained(folder, safe_serialization=True)
+    return folder, model
+
+
+def _padded(rows: list[list[int]]):
+    import torch
+
+    width = max(map(len, rows))
+    ids = torch.tensor([r + [1] * (width - len(r)) for r in rows])  # 1: MPNet's padding id
+    mask = torch.tensor([[True] * len(r) + [False] * (width - len(r)) for r in rows])
+    return ids, mask
+
+
+def test_mpnet_states_equal_transformers(tiny_mpnet) -> None:
+    import torch
+
+    from formula_assets.semantics.bert import load_encoder
+
+    folder, reference = tiny_mpnet
+    generator = torch.Generator().manual_seed(1)
+    rows = [torch.randint(3, 60, (n,), generator=generator).tolist() for n in (170, 9, 1)]
+    ids, mask = _padded(rows)
+    ours = load_encoder(folder).eval()
+    with torch.no_grad():
+        got = ours.run_layers(ours.embed(ids), mask)
+        expected = reference(input_ids=ids, attention_mask=mask.long()).last_hidden_state
+    for row, tokens in enumerate(rows):
+        assert torch.allclose(got[row, : len(tokens)], expected[row, : len(tokens)], atol=1e-5)
+
+
+def test_mpnet_position_buckets_equal_transformers() -> None:
+    import torch
+    from transformers.models.mpnet.modeling_mpnet import MPNetEncoder
+
+    from formula_assets.semantics.bert import relative_position_buckets
+
+    distance = torch.arange(-300, 301)[None, :]
+    for buckets in (32, 16):
+        expected = MPNetEncoder.relative_position_bucket(distance, num_buckets=buckets)
+        assert torch.equal(relative_position_buckets(distance, buckets), expected)
+
+
+def test_mpnet_layers_run_in_two_parts_and_freeze_with_their_shared_bias(tiny_mpnet) -> None:
+    """The position bias is shared by every layer: freezing the lowest layers freezes it too,
+    or a stored output of those layers would no longer be what the tower computes."""
+    import torch
+
+    from formula_assets.semantics.bert import load_encoder
+
+    folder, _ = tiny_mpnet
+    mpnet = load_encoder(folder).eval()
+    ids, mask = _padded([[5, 6, 7, 8], [9, 10]])
+    with torch.no_grad():
+        h = mpnet.embed(ids)
+        whole = mpnet.run_layers(h, mask)
+        parts = mpnet.run_layers(mpnet.run_layers(h, mask, 0, 2), mask, 2)
+    assert torch.allclose(whole, parts, atol=1e-6)
+    below = mpnet.below(2)
+    assert mpnet.encoder.relative_attention_bias in below
+    assert mpnet.encoder.layer[2] not in below and mpnet.below(0) == []
+
+
+def test_a_bert_has_no_position_bias_and_other_architectures_are_refused() -> None:
+    from formula_assets.semantics.bert import BertEncoder
+
+    config = json.loads((packaged_default_path() / "config.json").read_text())
+    bert = BertEncoder(config)
+    assert not hasattr(bert.encoder, "relative_attention_bias")
+    assert bert.below(1) == [bert.embeddings, bert.encoder.layer[0]]
+    with pytest.raises(Unsupported, match="model roberta"):
+        BertEncoder({**config, "model_type": "roberta"})

@@ -56,9 +56,12 @@ def fine_tune_in_place(folder: Path, scale: float = 0.05, replace: bool = False)
     assert weights.stat().st_size == size
 
 
-def tiny_bert(target: Path, layers: int = 3, width: int = 8, seed: int = 0) -> Path:
-    """A sentence-transformers folder of a BERT a few numbers wide (randomly initialised, the
-    packaged model's tokenizer): the real architecture and files, trained in milliseconds."""
+def tiny_bert(
+    target: Path, layers: int = 3, width: int = 8, seed: int = 0, architecture: str = "bert"
+) -> Path:
+    """A sentence-transformers folder of a BERT (or, with `architecture="mpnet"`, an MPNet) a
+    few numbers wide (randomly initialised, the packaged model's tokenizer): the real
+    architecture and files, trained in milliseconds."""
     import torch
     from safetensors.torch import save_file
 
@@ -76,7 +79,8 @@ def tiny_bert(target: Path, layers: int = 3, width: int = 8, seed: int = 0) -> P
         "layer_norm_eps": 1e-12,
         "hidden_dropout_prob": 0.1,
         "attention_probs_dropout_prob": 0.1,
-        "model_type": "bert",
+        "model_type": architecture,
+        "pad_token_id": 0,
     }
     (target / "config.json").write_text(json.dumps(config), "utf-8")
     (target / "sentence_bert_config.json").write_text('{"max_seq_length": 32}', "utf-8")

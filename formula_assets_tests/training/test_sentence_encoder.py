@@ -79,6 +79,23 @@ def test_frozen_layers_keep_their_weights_fixed(folder, frozen: int) -> None:
         assert parameter.requires_grad == expected, name
 
 
+def test_an_mpnet_tower_freezes_the_shared_position_bias_with_its_lowest_layers(
+    tmp_path: Path, ids
+) -> None:
+    """Every MPNet layer adds the same position bias: trained, it would change what the frozen
+    layers computed, and a stored pass of them would no longer be the tower's."""
+    folder = tiny_bert(tmp_path / "mpnet", architecture="mpnet")
+    tower = SentenceTower(folder, frozen_layers=2)
+    assert not tower.bert.encoder.relative_attention_bias.weight.requires_grad
+    assert not any(p.requires_grad for p in tower.bert.encoder.layer[1].parameters())
+    assert all(p.requires_grad for p in tower.bert.encoder.layer[2].parameters())
+    assert all(p.requires_grad for p in SentenceTower(folder).parameters())
+    tower.eval()
+    with torch.no_grad():
+        from_hidden = tower.encode(tower.lower(ids).hidden)
+        assert torch.allclose(from_hidden, tower.encode(ids), atol=1e-5)
+
+
 @pytest.mark.parametrize("frozen", [-1, 4])
 def test_frozen_layers_must_be_layers_of_the_model(folder, frozen: int) -> None:
     with pytest.raises(ValueError, match=r"frozen_layers must be 0\.\.3"):
