@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import torch
 import torch.nn.functional as F
@@ -161,14 +162,17 @@ class RunAverage(nn.Module):
         super().__init__()
         self.runs = nn.ModuleList(runs)
 
-    def _joined(self, parts: list[torch.Tensor]) -> torch.Tensor:
-        return torch.cat([F.normalize(p, dim=-1) for p in parts], dim=-1) / math.sqrt(len(parts))
-
     def encode_structural(self, x) -> torch.Tensor:
-        return self._joined([run.encode_structural(x) for run in self.runs])
+        return joined_runs([run.encode_structural(x) for run in self.runs])
 
     def encode_semantic(self, x: torch.Tensor) -> torch.Tensor:
-        return self._joined([run.encode_semantic(x) for run in self.runs])
+        return joined_runs([run.encode_semantic(x) for run in self.runs])
+
+
+def joined_runs(parts: Sequence[torch.Tensor]) -> torch.Tensor:
+    """Several models' vectors of the same rows as one: each L2-normalised, side by side,
+    scaled by 1/√models, so that a cosine of the joined vectors is the mean of theirs."""
+    return torch.cat([F.normalize(p, dim=-1) for p in parts], dim=-1) / math.sqrt(len(parts))
 
 
 class SymbolLexicon(nn.Module):
