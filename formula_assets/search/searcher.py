@@ -195,13 +195,22 @@ class Searcher:
             from formula_assets.training.artifacts import model_directory
 
             try:
-                self._models[method] = chosen.load(model_directory(self.root, self.fold, method))
+                with self._encoding():
+                    directory = model_directory(self.root, self.fold, method)
+                    self._models[method] = chosen.load(directory)
             except FileNotFoundError:
                 message = f"no {method} model for fold {self.fold}; run `make run`"
                 raise SearchError(message) from None
         return self._models[method]
 
     # -- encoding --------------------------------------------------------------------------
+
+    def _encoding(self):
+        """The block within which trained models are built and encode queries: a fine-tuned
+        encoder's packaged base model is found under `model_dir`."""
+        from formula_assets.training.sentence_encoder import frozen_store
+
+        return frozen_store(None, model_dir=self.model_dir)
 
     def _sentence(self, text: str) -> np.ndarray:
         """The query's sentence vector, computed once per text (the ensemble's members read
@@ -247,7 +256,9 @@ class Searcher:
     def _structural_query(self, method: str, mathml: str) -> tuple[np.ndarray, np.ndarray]:
         """(query vector, candidate semantic vectors) for a formula query."""
         query = _FormulaQuery(self, mathml)
-        vector = registry.get(method).formula_vector(query, self.model(method))
+        model = self.model(method)
+        with self._encoding():
+            vector = registry.get(method).formula_vector(query, model)
         return vector, self.index.spaces[method][SEMANTIC]
 
     def _token_texts(self, graphs: pa.Table) -> TokenTexts:
@@ -263,7 +274,9 @@ class Searcher:
 
     def _semantic_query(self, method: str, text: str) -> tuple[np.ndarray, np.ndarray]:
         """(query vector, candidate structural vectors) for a text query."""
-        vector = registry.get(method).text_vector(_TextQuery(self, text), self.model(method))
+        model = self.model(method)
+        with self._encoding():
+            vector = registry.get(method).text_vector(_TextQuery(self, text), model)
         return vector, self.index.spaces[method][STRUCTURAL]
 
     def _scores(self, encode, side: int) -> np.ndarray:

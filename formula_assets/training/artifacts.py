@@ -199,6 +199,8 @@ def _settings(values: Mapping[str, Any]) -> MethodSettings:
     unknown = sorted(set(values) - known)
     if unknown:
         raise ValueError(f"the model's settings name unknown entries {unknown}")
+    if isinstance(values.get("frozen_layers"), list):  # one per base model, as JSON writes it
+        values = {**values, "frozen_layers": tuple(values["frozen_layers"])}
     return MethodSettings(**values)
 
 

@@ -28,7 +28,7 @@ from formula_assets.training.artifacts import (
 from formula_assets.training.data import AlignmentData
 from formula_assets.training.determinism import deterministic
 from formula_assets.training.folds import split_rows
-from formula_assets.training.inputs import FoldRows, Inputs, Prepared
+from formula_assets.training.inputs import FoldRows, Inputs, Prepared, run_inputs
 from formula_assets.training.models import RunAverage
 from formula_assets.training.trainer import TrainSettings, encode, retrieval_quality, train
 
@@ -57,6 +57,10 @@ class Trainable(Protocol):
     def network(self, description: ModelDescription) -> torch.nn.Module:
         """One untrained network of the described architecture."""
         ...
+
+    def run_count(self, description: ModelDescription) -> int: ...
+
+    def run_description(self, description: ModelDescription, run: int) -> ModelDescription: ...
 
 
 def default_device() -> str:
@@ -105,10 +109,11 @@ def train_fold(
     if settings.epochs == 0 and prepared.state is None:
         raise ValueError(f"{method.name}: 0 epochs train nothing, and nothing was fitted")
     semantic = method.semantic_inputs(description, data, device)
+    run_count = method.run_count(description)
     log(
         f"{method.name} fold {fold}: {len(train_rows)} train, {len(validation_rows)} "
         f"validation, {len(split.test)} test formulae; {profile.name} profile on {device}"
-        + (f", {settings.runs} runs" if settings.runs > 1 else "")
+        + (f", {run_count} runs" if run_count > 1 else "")
     )
     started = time.perf_counter()
     trained: list[torch.nn.Module] = []
@@ -125,18 +130,18 @@ def train_fold(
         hard_negatives=settings.hard_negatives,
     )
     with deterministic(device) as determinism:
-        for run in range(settings.runs):
+        for run in range(run_count):
             run_seed = seed + RUN_SEED_STRIDE * run
             torch.manual_seed(run_seed)
-            module = method.network(description)
+            module = method.network(method.run_description(description, run))
             if prepared.state is not None:
                 module.load_state_dict(prepared.state)
             module = module.to(device)
             run_started = time.perf_counter()
             result = train(
                 module,
-                structural,
-                semantic,
+                run_inputs(structural, run),
+                run_inputs(semantic, run),
                 train_rows,
                 validation_rows,
                 dataclasses.replace(run_settings, seed=run_seed),

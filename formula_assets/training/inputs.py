@@ -64,6 +64,28 @@ class BagInputs:
         )
 
 
+class PartBatch(list):
+    """A batch of `PartInputs`: one batch per run of a model whose runs read different
+    inputs (`models.RunAverage` hands each run its own)."""
+
+
+@dataclass
+class PartInputs:
+    """Inputs of a model whose runs each read their own (a fine-tuning of each of several
+    base models: each run its own tokenizer and frozen layers), in run order."""
+
+    parts: list[Any]
+
+    def batch(self, rows: np.ndarray) -> PartBatch:
+        return PartBatch(part.batch(rows) for part in self.parts)
+
+
+def run_inputs(inputs: Any, run: int) -> Any:
+    """The inputs run `run` of a model trains on: its own part, or the inputs every run
+    shares."""
+    return inputs.parts[run] if isinstance(inputs, PartInputs) else inputs
+
+
 @dataclass(frozen=True)
 class FoldRows:
     """Row indices (into `AlignmentData.qids`) of one fold's splits that a method may use to

@@ -10,6 +10,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from formula_assets.graphs.encoder import HEAD_DROPOUT, HEAD_HIDDEN, GineEncoder
+from formula_assets.training.inputs import PartBatch
 
 INITIAL_TEMPERATURE = 0.07
 MIN_TEMPERATURE = 0.01
@@ -152,7 +153,8 @@ def views(encode, x) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 class RunAverage(nn.Module):
-    """Independently trained runs of one architecture as one model (a seed ensemble).
+    """Independently trained runs as one model: of one architecture (a seed ensemble), or
+    fine-tunings of several base models, each run reading its own inputs (`PartBatch`).
 
     Each run's vectors are L2-normalised and set side by side, scaled by 1/√runs: the joined
     vectors are unit vectors whose cosine is the mean of the runs' cosines.
@@ -163,10 +165,16 @@ class RunAverage(nn.Module):
         self.runs = nn.ModuleList(runs)
 
     def encode_structural(self, x) -> torch.Tensor:
-        return joined_runs([run.encode_structural(x) for run in self.runs])
+        return joined_runs([run.encode_structural(x) for run, x in self._each(x)])
 
-    def encode_semantic(self, x: torch.Tensor) -> torch.Tensor:
-        return joined_runs([run.encode_semantic(x) for run in self.runs])
+    def encode_semantic(self, x) -> torch.Tensor:
+        return joined_runs([run.encode_semantic(x) for run, x in self._each(x)])
+
+    def _each(self, x) -> list[tuple[nn.Module, object]]:
+        """Each run with its input: a `PartBatch` holds one per run, else all read `x`."""
+        if isinstance(x, PartBatch):
+            return list(zip(self.runs, x, strict=True))
+        return [(run, x) for run in self.runs]
 
 
 def joined_runs(parts: Sequence[torch.Tensor]) -> torch.Tensor:

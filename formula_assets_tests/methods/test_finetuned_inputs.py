@@ -229,3 +229,64 @@ def test_the_frozen_pass_goes_through_the_assets_store_and_log(
     sentence_encoder._FROZEN.clear()
     alone = METHOD.inputs(description(folder, frozen=2), DATA, "cpu")
     assert all(torch.equal(a, b) for a, b in zip(got.hidden, alone.hidden, strict=True))
+
+
+# ------------------------------------------------------------- several base models, one run each
+
+
+@pytest.fixture(scope="module")
+def mpnet_folder(tmp_path_factory):
+    return tiny_bert(tmp_path_factory.mktemp("mpnet") / "tiny", seed=1, architecture="mpnet")
+
+
+def test_the_packaged_mpnet_is_found_in_the_callers_model_dir(folder, monkeypatch) -> None:
+    from formula_assets.semantics import packaged
+    from formula_assets.training.sentence_encoder import frozen_store
+
+    asked = []
+    monkeypatch.setattr(packaged, "packaged_mpnet", lambda d: asked.append(d) or folder)
+    named = description(folder, settings={"base_model": "sentence-transformers/all-mpnet-base-v2"})
+    with pytest.raises(ValueError, match="no model directory"):
+        base_folder(named)
+    with frozen_store(None, model_dir=folder.parent / "models"):
+        assert base_folder(named) == folder
+    assert asked == [folder.parent / "models"]
+    monkeypatch.setattr(packaged, "packaged_mpnet", lambda d: None)
+    with frozen_store(None, model_dir=folder.parent), pytest.raises(ValueError, match="mpnet]"):
+        base_folder(named)
+
+
+def test_each_base_model_is_a_run_with_its_own_inputs_and_frozen_layers(
+    folder, mpnet_folder
+) -> None:
+    from formula_assets.training.inputs import PartBatch, PartInputs
+
+    untrained = description(
+        folder, settings={"base_model": f"{folder}+{mpnet_folder}", "frozen_layers": (1, 2)}
+    )
+    prepared = METHOD.prepare(DATA, ROWS, untrained, "cpu")
+    described_ = prepared.description
+    assert described_.base_model_identity == (
+        f"{folder_hash(folder).digest}+{folder_hash(mpnet_folder).digest}"
+    )
+    assert METHOD.run_count(described_) == 2
+    runs = [METHOD.run_description(described_, r) for r in (0, 1)]
+    assert [(r.base_model, r.settings.frozen_layers) for r in runs] == [
+        (str(folder), 1),
+        (str(mpnet_folder), 2),
+    ]
+    assert [r.base_model_identity for r in runs] == [
+        folder_hash(folder).digest,
+        folder_hash(mpnet_folder).digest,
+    ]
+    assert isinstance(prepared.structural, PartInputs)
+    for part, run in zip(prepared.structural.parts, runs, strict=True):
+        expected = METHOD.inputs(run, DATA, "cpu")
+        assert all(torch.equal(a, b) for a, b in zip(part.hidden, expected.hidden, strict=True))
+    batch = prepared.structural.batch(np.array([1]))
+    assert isinstance(batch, PartBatch) and len(batch) == 2
+    model = METHOD.build(described_)
+    assert [tower.frozen_layers for tower in model.runs] == [1, 2]
+    assert [tower.bert.architecture for tower in model.runs] == ["bert", "mpnet"]
+    with pytest.raises(ValueError, match="several base models"):
+        METHOD.network(described_)

@@ -2,6 +2,7 @@
 model, and a saved model reloads offline and encodes queries as it encoded the corpus."""
 
 import dataclasses
+import json
 
 import numpy as np
 import pytest
@@ -127,3 +128,82 @@ def test_it_needs_the_annotation_texts(small_corpus) -> None:
     without = alignment_data(c.folds, c.graphs, c.semantic, c.opt_text, c.tokens)
     with pytest.raises(ValueError, match="concept_annotations"):
         train_fold(METHOD, 1, without, PROFILE)
+
+
+# ------------------------------------------------------------ several base models, one run each
+
+
+@pytest.fixture(scope="module")
+def bases(tmp_path_factory):
+    from formula_assets_tests.support.models import tiny_bert
+
+    root = tmp_path_factory.mktemp("bases")
+    mpnet = tiny_bert(root / "mpnet", seed=1, architecture="mpnet")
+    # a tokenizer of its own (the word pieces' ids reversed), as a real second base has: each
+    # run must read its own token ids
+    tokenizer = json.loads((mpnet / "tokenizer.json").read_text("utf-8"))
+    vocab = tokenizer["model"]["vocab"]
+    top = max(vocab.values())
+    tokenizer["model"]["vocab"] = {w: i if i < 1000 else 1000 + top - i for w, i in vocab.items()}
+    (mpnet / "tokenizer.json").write_text(json.dumps(tokenizer), "utf-8")
+    return tiny_bert(root / "bert"), mpnet
+
+
+def _profile(base_model: str, frozen_layers) -> object:
+    settings = dataclasses.replace(
+        SETTINGS, base_model=base_model, frozen_layers=frozen_layers, epochs=2
+    )
+    return dataclasses.replace(PROFILE, sbert_finetuned_cl=settings)
+
+
+@pytest.fixture(scope="module")
+def joined(data, bases):
+    bert, mpnet = bases
+    return train_fold(METHOD, 1, data, _profile(f"{bert}+{mpnet}", (1, 2)))
+
+
+def test_each_base_model_trains_its_own_run_as_it_would_alone(joined, data, bases) -> None:
+    from formula_assets.training.fold import RUN_SEED_STRIDE
+
+    bert, _ = bases
+    alone = train_fold(METHOD, 1, data, _profile(str(bert), 1))
+    first = {k.removeprefix("runs.0."): v for k, v in joined.state.items() if "runs.0." in k}
+    assert first.keys() == alone.state.keys()
+    assert all(torch.equal(first[k], alone.state[k]) for k in first)
+    runs = joined.description.runs
+    assert [r.seed for r in runs] == [runs[0].seed, runs[0].seed + RUN_SEED_STRIDE]
+    assert runs[0].best_validation_mrr == alone.description.best_validation_mrr
+    second = {k for k in joined.state if k.startswith("runs.1.")}
+    assert any("relative_attention_bias" in k for k in second)  # the MPNet's tower
+    ids = [token_ids(base, 16, ["power x 2"]) for base in bases]
+    assert ids[0] != ids[1]
+
+
+def test_a_model_of_several_bases_reloads_and_encodes_queries_as_the_corpus(
+    joined, data, tmp_path
+) -> None:
+    from formula_assets.training.models import joined_runs
+
+    directory = UPath(tmp_path) / "model"
+    save_model(joined, directory)
+    loaded = METHOD.load(directory)
+    assert loaded.description.settings == joined.description.settings  # (1, 2) read back
+    qids, structural, semantic = joined.split_vectors(None)
+    index = {q: i for i, q in enumerate(data.qids)}
+    linearised = data.graphs.column("linearised_opt").to_pylist()
+    texts = [annotation_text(data.annotation_texts[index[q]]) for q in qids[:4]]
+    formulae = np.stack(
+        [METHOD.formula_vector(Query(linearised[index[q]]), loaded) for q in qids[:4]]
+    )
+    np.testing.assert_allclose(normalise_rows(formulae), structural[:4], atol=1e-5)
+    vectors = METHOD.text_vectors([Query(t) for t in texts], loaded)
+    np.testing.assert_allclose(normalise_rows(vectors), semantic[:4], atol=1e-5)
+    # each run's tower alone, their vectors joined: the cosine is the mean of the runs'
+    per_run = []
+    for run, part in zip(loaded.module.runs, METHOD.parts(loaded.description), strict=True):
+        ids = token_ids(base_folder(part), 16, texts)
+        with torch.no_grad():
+            per_run.append(run.encode_semantic(ids))
+    np.testing.assert_allclose(joined_runs(per_run).numpy(), vectors, atol=1e-5)
+    cosines = [normalise_rows(v.numpy()) @ normalise_rows(v.numpy()).T for v in per_run]
+    np.testing.assert_allclose(vectors @ vectors.T, (cosines[0] + cosines[1]) / 2, atol=1e-5)

@@ -291,9 +291,9 @@ def test_a_store_that_refuses_writes_gives_the_same_pass(
 
 
 def test_the_store_is_the_innermost_blocks() -> None:
-    assert sentence_encoder.current_store() == (None, None)
-    with sentence_encoder.frozen_store(Path("/a"), print):
+    assert sentence_encoder.current_store() == (None, None, None)
+    with sentence_encoder.frozen_store(Path("/a"), print, Path("/models")):
         with sentence_encoder.frozen_store(None):
-            assert sentence_encoder.current_store() == (None, None)
-        assert sentence_encoder.current_store() == (Path("/a"), print)
-    assert sentence_encoder.current_store() == (None, None)
+            assert sentence_encoder.current_store() == (None, None, None)
+        assert sentence_encoder.current_store() == (Path("/a"), print, Path("/models"))
+    assert sentence_encoder.current_store() == (None, None, None)

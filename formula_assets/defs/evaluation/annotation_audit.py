@@ -47,7 +47,9 @@ def annotation_audit(
     matrix, stats = embed_texts(texts, embedder, cache, dimension=width)
     context.log.info(f"{stats.embedded:,} texts embedded, {stats.cached:,} from cache")
     # kept for the next audit
-    with frozen_store(sentence_embedder.frozen_layers_store(), context.log.warning):
+    with frozen_store(
+        sentence_embedder.frozen_layers_store(), context.log.warning, sentence_embedder.model_dir()
+    ):
         table = build_audit(
             formulae,
             search_index,

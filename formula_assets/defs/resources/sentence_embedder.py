@@ -48,6 +48,11 @@ class SentenceEmbedderResource(dg.ConfigurableResource):
             root = Settings.from_environment().embedding_cache
         return frozen_layers_store(root)
 
+    def model_dir(self) -> Path:
+        """Where part-packaged models (all-mpnet-base-v2) are unpacked: the `model_dir`
+        setting (a fine-tuned encoder's base model may be one)."""
+        return Settings.from_environment().model_dir
+
     def cache(self, embedder: TextEmbedder, table: str, warn) -> EmbeddingCache | None:
         """The cache of one table's texts, keyed by the model files' content (tables never
         share vectors; see semantics.cache)."""

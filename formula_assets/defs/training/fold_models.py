@@ -79,9 +79,11 @@ def fold_models(
         concept_symbols,
     )
     # folds trained side by side split the fine-tuned encoder's frozen-layer pass, beside the
-    # embedding cache (the setting, not the sentence_embedder resource: its settings are not
-    # this asset's, and its code version would follow them)
-    with frozen_store(frozen_layers_store(settings.embedding_cache), context.log.warning):
+    # embedding cache, and find its packaged base models in the model directory (the
+    # settings, not the sentence_embedder resource: its settings are not this asset's, and
+    # its code version would follow them)
+    store = frozen_layers_store(settings.embedding_cache)
+    with frozen_store(store, context.log.warning, settings.model_dir):
         trained = train_fold(
             registry.trained_method(method), fold, data, profile, log=context.log.info
         )
