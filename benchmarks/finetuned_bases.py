@@ -18,7 +18,9 @@ each fold's selection split, then the test fold), every other member the lake's 
 * each of `lake` and `average` again with the one-run graph encoder.
 
 Choose by the selection MRR (and the validation MRR, which also early-stopped the members);
-the test columns are for the record.
+the test columns are for the record. Measured on a lake of `large` as it was before it
+averaged the two fine-tuned encoders (docs/research-record.md); on a lake of today's `large`,
+the lake's member is already that average.
 """
 
 from __future__ import annotations
