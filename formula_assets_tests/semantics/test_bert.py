@@ -1,4 +1,5 @@
-"""The plain-torch BERT sentence encoder used by search: the library's vectors, or a refusal."""
+"""The plain-torch BERT (or MPNet) sentence encoder used by search: the library's vectors, or
+a refusal."""
 
 import json
 import shutil
@@ -54,7 +55,7 @@ def folder_like_default(tmp_path: Path) -> Path:
             {"pooling_mode_mean_tokens": False, "pooling_mode_cls_token": True},
             "pooling",
         ),
-        ("config.json", {"model_type": "mpnet"}, "model mpnet"),
+        ("config.json", {"model_type": "roberta"}, "model roberta"),
         ("config.json", {"hidden_act": "relu"}, "relu"),
         ("sentence_bert_config.json", {"do_lower_case": True}, "lower-casing"),
     ],
@@ -362,3 +363,16 @@ def test_a_bert_has_no_position_bias_and_other_architectures_are_refused() -> No
     assert bert.below(1) == [bert.embeddings, bert.encoder.layer[0]]
     with pytest.raises(Unsupported, match="model roberta"):
         BertEncoder({**config, "model_type": "roberta"})
+
+
+def test_an_mpnet_sentence_folder_gives_the_librarys_vectors(tmp_path: Path) -> None:
+    """all-mpnet-base-v2's shape (MPNet, mean pooling) in plain torch: the vectors the
+    library computes, so that a search of the `large` lake skips importing it too."""
+    from formula_assets_tests.support.models import tiny_sentence_model
+
+    folder = tiny_sentence_model(tmp_path / "mpnet", architecture="mpnet")
+    expected = TextEmbedder(resolve_model(str(folder), "a test"), device="cpu").encode(TEXTS)
+    plain = BertSentenceEncoder(folder)
+    assert plain.encoder.architecture == "mpnet"
+    for text, row in zip(TEXTS, expected, strict=True):
+        assert np.abs(plain.encode(text) - row).max() < 1e-5, text[:30]
