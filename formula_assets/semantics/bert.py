@@ -149,7 +149,7 @@ class BertEncoder(nn.Module):
         return h
 
 
-def relative_position_buckets(distance: torch.Tensor, buckets: int = 32) -> torch.Tensor:
+def relative_position_buckets(distance: torch.Tensor, buckets: int) -> torch.Tensor:
     """MPNet's (T5's) bucket of each key − query distance: half the buckets per sign, exact
     below a quarter of them, logarithmic up to 128 tokens, the last bucket beyond."""
     half = buckets // 2

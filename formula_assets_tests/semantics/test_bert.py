@@ -376,3 +376,27 @@ def test_an_mpnet_sentence_folder_gives_the_librarys_vectors(tmp_path: Path) -> 
     assert plain.encoder.architecture == "mpnet"
     for text, row in zip(TEXTS, expected, strict=True):
         assert np.abs(plain.encode(text) - row).max() < 1e-5, text[:30]
+
+
+def test_an_mpnet_config_without_its_optional_keys_takes_transformers_defaults() -> None:
+    """A config that names neither the position buckets nor a padding id: MPNet's own 32
+    buckets, and positions counted from its padding id 1."""
+    from transformers import MPNetConfig
+
+    from formula_assets.semantics.bert import BertEncoder
+
+    bare = {
+        "model_type": "mpnet",
+        "hidden_size": 8,
+        "num_attention_heads": 2,
+        "intermediate_size": 16,
+        "num_hidden_layers": 1,
+        "max_position_embeddings": 16,
+        "vocab_size": 40,
+        "layer_norm_eps": 1e-5,
+    }
+    mpnet = BertEncoder(bare)
+    reference = MPNetConfig()
+    buckets = mpnet.encoder.relative_attention_bias.num_embeddings
+    assert buckets == reference.relative_attention_num_buckets == 32
+    assert mpnet.first_position == reference.pad_token_id + 1 == 2
