@@ -214,7 +214,7 @@ class Searcher:
 
     def _sentence(self, text: str) -> np.ndarray:
         """The query's sentence vector, computed once per text (the ensemble's members read
-        the same linearised OPT): the BERT folder run in plain torch when it is one (a second
+        the same linearised OPT): in plain torch where the model's folders allow it (a second
         instead of importing sentence-transformers), else the library."""
         if text not in self._sentences:
             self._sentences[text] = self._encode(text)
@@ -222,11 +222,10 @@ class Searcher:
 
     def _encode(self, text: str) -> np.ndarray:
         if self._embedder is None:
-            from formula_assets.semantics.bert import BertSentenceEncoder, Unsupported
             from formula_assets.semantics.models import (
                 EmbeddingModelError,
-                TextEmbedder,
                 downloaded,
+                query_encoder,
                 resolve_model,
             )
 
@@ -244,13 +243,7 @@ class Searcher:
                     f"{self.model_identity} (was it changed in place?); run `make run` "
                     "(formula-assets refresh) to rebuild the embeddings and the index"
                 )
-            try:
-                if not spec.local or spec.parts:
-                    raise Unsupported("not one local folder")
-                self._embedder = BertSentenceEncoder(Path(spec.location)).encode
-            except Unsupported:
-                library = TextEmbedder(spec, offline=self.offline)
-                self._embedder = lambda query: library.encode([query])[0]
+            self._embedder = query_encoder(spec, self.offline)
         return self._embedder(text)
 
     def _structural_query(self, method: str, mathml: str) -> tuple[np.ndarray, np.ndarray]:

@@ -1,5 +1,5 @@
-"""A sentence-transformers BERT folder (Transformer → mean pooling → normalise) run in plain
-torch, for a single query from a cold process, and as a trainable network.
+"""A sentence-transformers BERT or MPNet folder (Transformer → mean pooling → normalise) run in
+plain torch, for a single query from a cold process, and as a trainable network.
 
 Importing sentence-transformers (and with it transformers) takes seconds; a search encodes one
 short text. This reads the same files — `tokenizer.json` through `tokenizers`, the weights
@@ -30,7 +30,7 @@ NORMALIZE = "sentence_transformers.models.Normalize"
 
 
 class Unsupported(ValueError):
-    """The folder is not a BERT with mean pooling: use sentence-transformers."""
+    """The folder is not a BERT or MPNet with mean pooling: use sentence-transformers."""
 
 
 def _json(path: Path) -> dict:
@@ -41,6 +41,7 @@ def _json(path: Path) -> dict:
 
 
 ARCHITECTURES = ("bert", "mpnet")  # config.json's model_type; BERT where it names none
+MPNET_PADDING_ID = 1  # transformers' MPNetEmbeddings count positions from it, not from the config
 
 
 class BertEncoder(nn.Module):
@@ -67,8 +68,8 @@ class BertEncoder(nn.Module):
             self.embeddings.token_type_embeddings = nn.Embedding(
                 int(config.get("type_vocab_size", 2)), width
             )
-        else:  # MPNet: positions start after the padding id, as its embeddings count them
-            self.first_position = int(config.get("pad_token_id", 1)) + 1
+        else:  # MPNet: positions start after its padding id, which its embeddings fix at 1
+            self.first_position = MPNET_PADDING_ID + 1  # (whatever the config's pad_token_id)
         self.embeddings.LayerNorm = nn.LayerNorm(width, eps=self.eps)
         self.encoder = nn.Module()
         self.encoder.layer = nn.ModuleList(
@@ -148,7 +149,7 @@ class BertEncoder(nn.Module):
         return h
 
 
-def relative_position_buckets(distance: torch.Tensor, buckets: int = 32) -> torch.Tensor:
+def relative_position_buckets(distance: torch.Tensor, buckets: int) -> torch.Tensor:
     """MPNet's (T5's) bucket of each key − query distance: half the buckets per sign, exact
     below a quarter of them, logarithmic up to 128 tokens, the last bucket beyond."""
     half = buckets // 2
@@ -234,6 +235,9 @@ def folder_tokenizer(folder: Path, max_length: int | None = None):
 
 
 class BertSentenceEncoder:
+    """A sentence-transformers folder's vector of one text, as the library computes it; a
+    folder of any other shape is refused (`Unsupported`) when it is opened."""
+
     def __init__(self, folder: Path) -> None:
         modules = _json(folder / "modules.json")
         types = [m.get("type") for m in modules]
@@ -247,10 +251,11 @@ class BertSentenceEncoder:
         if modes != {"pooling_mode_mean_tokens"}:
             raise Unsupported(f"pooling {sorted(modes)}")
         config = _json(folder / "config.json")
-        if config.get("model_type") != "bert" or config.get("hidden_act") != "gelu":
-            raise Unsupported(f"model {config.get('model_type')}, {config.get('hidden_act')}")
+        architecture = config.get("model_type")
+        if architecture not in ARCHITECTURES or config.get("hidden_act", "gelu") != "gelu":
+            raise Unsupported(f"model {architecture}, {config.get('hidden_act')}")
         if config.get("position_embedding_type", "absolute") != "absolute":
-            raise Unsupported("relative position embeddings")
+            raise Unsupported("relative position embeddings")  # BERT's own; MPNet has a bias
         settings = _json(folder / "sentence_bert_config.json")
         if settings.get("do_lower_case"):
             raise Unsupported("lower-casing outside the tokenizer")

@@ -314,10 +314,36 @@ class TextEmbedder:
                 if progress is not None:
                     progress(done + n, len(texts) * len(self._parts))
 
-            vectors = part.encode(texts, report)
-            norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-            blocks.append(vectors / np.where(norms > 0, norms, 1))
-        return np.hstack(blocks).astype(np.float32, copy=False)
+            blocks.append(part.encode(texts, report))
+        return side_by_side(blocks)
+
+
+def side_by_side(blocks: Sequence[np.ndarray]) -> np.ndarray:
+    """Joined models' vectors as one embedding: each model's rows L2-normalised, concatenated
+    (float32), so that neither model's scale outweighs the other's."""
+    unit = []
+    for vectors in blocks:
+        norms = np.linalg.norm(vectors, axis=-1, keepdims=True)
+        unit.append(vectors / np.where(norms > 0, norms, 1))
+    return np.concatenate(unit, axis=-1).astype(np.float32, copy=False)
+
+
+def query_encoder(spec: ModelSpec, offline: bool = False) -> Callable[[str], np.ndarray]:
+    """One text's vector as the model embeds it: in plain torch when every model of the spec
+    is a BERT or MPNet folder on disk (`semantics.bert`: a cold search skips importing
+    sentence-transformers, seconds), else through the library."""
+    from formula_assets.semantics.bert import BertSentenceEncoder, Unsupported
+
+    try:
+        if not spec.local:
+            raise Unsupported("a hub model not downloaded")
+        plain = [BertSentenceEncoder(Path(part.location)) for part in spec.parts or (spec,)]
+    except Unsupported:
+        library = TextEmbedder(spec, offline=offline)
+        return lambda text: library.encode([text])[0]
+    if len(plain) == 1:
+        return plain[0].encode
+    return lambda text: side_by_side([encoder.encode(text) for encoder in plain])
 
 
 _MODELS: dict[tuple[str, str, str | None], SentenceTransformer] = {}

@@ -91,36 +91,39 @@ def test_the_description_names_the_base_model_by_its_content(trained) -> None:
         base_folder(wrong)
 
 
-def test_a_saved_model_reloads_and_encodes_queries_as_it_encoded_the_corpus(
-    trained, data, tmp_path
-) -> None:
+def reloaded_as_trained(trained, data, tmp_path, count: int):
+    """`trained` saved and loaded back, checked to encode its first `count` formulae's queries
+    as it encoded the corpus: each formula, each text alone and the texts at once (the audit's
+    vocabulary). The loaded model, and those formulae's linearised OPTs and texts."""
     directory = UPath(tmp_path) / "model"
     save_model(trained, directory)
     loaded = METHOD.load(directory)
     qids, structural, semantic = trained.split_vectors(None)
     index = {q: i for i, q in enumerate(data.qids)}
     linearised = data.graphs.column("linearised_opt").to_pylist()
-    for qid in qids[:5]:
-        row = index[qid]
-        formula = METHOD.formula_vector(Query(linearised[row]), loaded)
-        text = METHOD.text_vector(Query(annotation_text(data.annotation_texts[row])), loaded)
-        stored = qids.index(qid)
-        np.testing.assert_allclose(
-            normalise_rows(formula[None, :])[0], structural[stored], atol=1e-5
-        )
-        np.testing.assert_allclose(normalise_rows(text[None, :])[0], semantic[stored], atol=1e-5)
-    # many queries at once (the audit's vocabulary) are each the query alone
-    texts = [Query(annotation_text(data.annotation_texts[index[q]])) for q in qids[:5]]
-    batch = METHOD.text_vectors(texts, loaded)
-    alone = np.stack([METHOD.text_vector(t, loaded) for t in texts])
+    rows = [index[q] for q in qids[:count]]
+    formulae = [linearised[r] for r in rows]
+    texts = [annotation_text(data.annotation_texts[r]) for r in rows]
+    vectors = np.stack([METHOD.formula_vector(Query(f), loaded) for f in formulae])
+    np.testing.assert_allclose(normalise_rows(vectors), structural[:count], atol=1e-5)
+    alone = np.stack([METHOD.text_vector(Query(t), loaded) for t in texts])
+    np.testing.assert_allclose(normalise_rows(alone), semantic[:count], atol=1e-5)
+    batch = METHOD.text_vectors([Query(t) for t in texts], loaded)
     np.testing.assert_allclose(batch, alone, atol=1e-5)
     assert not np.allclose(batch[0], batch[1], atol=1e-3)
+    return loaded, formulae, texts
+
+
+def test_a_saved_model_reloads_and_encodes_queries_as_it_encoded_the_corpus(
+    trained, data, tmp_path
+) -> None:
+    _, formulae, _ = reloaded_as_trained(trained, data, tmp_path, 5)
     # the reloaded tower is the trained one, not the base model it was built over
     base = SentenceTower(base_folder(trained.description)).eval()
-    ids = token_ids(base_folder(trained.description), 16, [linearised[index[qids[0]]]])
+    ids = token_ids(base_folder(trained.description), 16, formulae[:1])
     with torch.no_grad():
         frozen = normalise_rows(base.encode(ids).numpy())[0]
-    assert not np.allclose(frozen, structural[0], atol=1e-3)
+    assert not np.allclose(frozen, trained.split_vectors(None)[1][0], atol=1e-3)
 
 
 def test_it_needs_the_annotation_texts(small_corpus) -> None:
@@ -184,20 +187,9 @@ def test_a_model_of_several_bases_reloads_and_encodes_queries_as_the_corpus(
 ) -> None:
     from formula_assets.training.models import joined_runs
 
-    directory = UPath(tmp_path) / "model"
-    save_model(joined, directory)
-    loaded = METHOD.load(directory)
+    loaded, _, texts = reloaded_as_trained(joined, data, tmp_path, 4)
     assert loaded.description.settings == joined.description.settings  # (1, 2) read back
-    qids, structural, semantic = joined.split_vectors(None)
-    index = {q: i for i, q in enumerate(data.qids)}
-    linearised = data.graphs.column("linearised_opt").to_pylist()
-    texts = [annotation_text(data.annotation_texts[index[q]]) for q in qids[:4]]
-    formulae = np.stack(
-        [METHOD.formula_vector(Query(linearised[index[q]]), loaded) for q in qids[:4]]
-    )
-    np.testing.assert_allclose(normalise_rows(formulae), structural[:4], atol=1e-5)
     vectors = METHOD.text_vectors([Query(t) for t in texts], loaded)
-    np.testing.assert_allclose(normalise_rows(vectors), semantic[:4], atol=1e-5)
     # each run's tower alone, their vectors joined: the cosine is the mean of the runs'
     per_run = []
     for run, part in zip(loaded.module.runs, METHOD.parts(loaded.description), strict=True):

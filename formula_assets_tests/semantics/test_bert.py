@@ -1,4 +1,5 @@
-"""The plain-torch BERT sentence encoder used by search: the library's vectors, or a refusal."""
+"""The plain-torch BERT (or MPNet) sentence encoder used by search: the library's vectors, or
+a refusal."""
 
 import json
 import shutil
@@ -54,7 +55,7 @@ def folder_like_default(tmp_path: Path) -> Path:
             {"pooling_mode_mean_tokens": False, "pooling_mode_cls_token": True},
             "pooling",
         ),
-        ("config.json", {"model_type": "mpnet"}, "model mpnet"),
+        ("config.json", {"model_type": "roberta"}, "model roberta"),
         ("config.json", {"hidden_act": "relu"}, "relu"),
         ("sentence_bert_config.json", {"do_lower_case": True}, "lower-casing"),
     ],
@@ -362,3 +363,40 @@ def test_a_bert_has_no_position_bias_and_other_architectures_are_refused() -> No
     assert bert.below(1) == [bert.embeddings, bert.encoder.layer[0]]
     with pytest.raises(Unsupported, match="model roberta"):
         BertEncoder({**config, "model_type": "roberta"})
+
+
+def test_an_mpnet_sentence_folder_gives_the_librarys_vectors(tmp_path: Path) -> None:
+    """all-mpnet-base-v2's shape (MPNet, mean pooling) in plain torch: the vectors the
+    library computes, so that a search of the `large` lake skips importing it too."""
+    from formula_assets_tests.support.models import tiny_sentence_model
+
+    folder = tiny_sentence_model(tmp_path / "mpnet", architecture="mpnet")
+    expected = TextEmbedder(resolve_model(str(folder), "a test"), device="cpu").encode(TEXTS)
+    plain = BertSentenceEncoder(folder)
+    assert plain.encoder.architecture == "mpnet"
+    for text, row in zip(TEXTS, expected, strict=True):
+        assert np.abs(plain.encode(text) - row).max() < 1e-5, text[:30]
+
+
+def test_an_mpnet_config_without_its_optional_keys_takes_transformers_defaults() -> None:
+    """A config that names neither the position buckets nor a padding id: MPNet's own 32
+    buckets, and positions counted from its padding id 1."""
+    from transformers import MPNetConfig
+
+    from formula_assets.semantics.bert import BertEncoder
+
+    bare = {
+        "model_type": "mpnet",
+        "hidden_size": 8,
+        "num_attention_heads": 2,
+        "intermediate_size": 16,
+        "num_hidden_layers": 1,
+        "max_position_embeddings": 16,
+        "vocab_size": 40,
+        "layer_norm_eps": 1e-5,
+    }
+    mpnet = BertEncoder(bare)
+    reference = MPNetConfig()
+    buckets = mpnet.encoder.relative_attention_bias.num_embeddings
+    assert buckets == reference.relative_attention_num_buckets == 32
+    assert mpnet.first_position == reference.pad_token_id + 1 == 2

@@ -341,6 +341,59 @@ def test_short_and_zero_parts_are_scaled_to_unit_length_or_left_zero(tiny, tmp_p
     assert np.array_equal(matrix[:, 8:], np.zeros((2, 8), np.float32))
 
 
+# ------------------------------------------------------------- one query's vector (search)
+
+QUERIES = ["kinetic energy", "E = m c^2", ""]
+
+
+def test_a_query_is_encoded_as_the_library_encodes_it_joined_parts_too(tiny, tmp_path) -> None:
+    """The plain-torch path (a BERT and an MPNet folder side by side, as `large`'s two models),
+    and the library's for a folder it refuses (the [CLS] token's vector, not the mean): each
+    gives the embedding's own vectors."""
+    from formula_assets.semantics.models import query_encoder
+
+    mpnet = tiny_sentence_model(tmp_path / "mpnet", seed=3, architecture="mpnet")
+    refused = Path(shutil.copytree(tiny, tmp_path / "refused"))
+    pooling = refused / "1_Pooling" / "config.json"
+    modes = {"pooling_mode_mean_tokens": False, "pooling_mode_cls_token": True}
+    pooling.write_text(json.dumps({**json.loads(pooling.read_text()), **modes}))
+    for name in (f"{DEFAULT_EMBEDDING_MODEL}+{mpnet}", str(mpnet), f"{refused}+{mpnet}"):
+        spec = resolve_model(name, "a test")
+        expected = TextEmbedder(spec, device="cpu").encode(QUERIES)
+        encode = query_encoder(spec)
+        got = np.stack([encode(q) for q in QUERIES])
+        assert got.dtype == np.float32
+        np.testing.assert_allclose(got, expected, atol=1e-5, err_msg=name)
+
+
+def test_a_query_of_bert_and_mpnet_folders_imports_no_sentence_transformers(tmp_path) -> None:
+    """What the plain path is for: a cold search process never imports the library."""
+    import subprocess
+    import sys
+
+    mpnet = tiny_sentence_model(tmp_path / "mpnet", architecture="mpnet")
+    probe = (
+        "import sys\n"
+        "from formula_assets.semantics.models import query_encoder, resolve_model\n"
+        f"spec = resolve_model('{DEFAULT_EMBEDDING_MODEL}+{mpnet}', 'a test')\n"
+        "print(query_encoder(spec)('kinetic energy').shape)\n"
+        "print(sorted({m.split('.')[0] for m in sys.modules} & "
+        "{'sentence_transformers', 'transformers'}))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["(392,)", "[]"]
+
+
+def test_a_hub_model_not_downloaded_is_left_to_the_library() -> None:
+    from formula_assets.semantics.models import query_encoder
+
+    spec = resolve_model("someone/not-downloaded", "a test")
+    assert not spec.local
+    with pytest.raises(EmbeddingModelError):
+        query_encoder(spec, offline=True)("x")
+
+
 # ---------------------------------------------------------------- all-mpnet-base-v2's parts
 
 

@@ -91,12 +91,12 @@ def tiny_bert(
     return target
 
 
-def tiny_sentence_model(target: Path, seed: int = 0) -> Path:
-    """`tiny_bert` as a sentence-transformers folder (modules.json: the BERT, mean pooling;
-    the packaged model's tokenizer files): what a hub repository of a sentence model holds,
-    a few megabytes, loaded in a second.
+def tiny_sentence_model(target: Path, seed: int = 0, architecture: str = "bert") -> Path:
+    """`tiny_bert` as a sentence-transformers folder (modules.json: the BERT or MPNet, mean
+    pooling; the packaged model's tokenizer files): what a hub repository of a sentence model
+    holds, a few megabytes, loaded in a second.
     Its vectors are not unit length (no Normalize module)."""
-    tiny_bert(target, seed=seed)
+    tiny_bert(target, seed=seed, architecture=architecture)
     for name in ("tokenizer_config.json", "special_tokens_map.json", "vocab.txt"):
         shutil.copy(packaged_default_path() / name, target / name)
     kinds = {"": "Transformer", "1_Pooling": "Pooling"}

@@ -84,6 +84,31 @@ def test_the_description_records_the_fold_seed_sizes_and_device() -> None:
     assert not any("not deterministic" in m for m in messages)
 
 
+def test_a_run_torch_could_not_keep_deterministic_says_so_and_is_recorded(monkeypatch) -> None:
+    """Where torch has no deterministic kernel (CUDA's scatter sums, say) it warns instead of
+    failing: the run log names what was not deterministic, and the model records it, so that
+    its data version names its recipe rather than its bits. (No GPU here: the determinism
+    guard reports what it would report on one.)"""
+    import contextlib
+
+    from formula_assets.training import fold
+    from formula_assets.training.determinism import Determinism
+
+    warning = "scatter_add_cuda_kernel does not have a deterministic implementation"
+
+    @contextlib.contextmanager
+    def nondeterministic(device: str):
+        yield Determinism(deterministic=False, warnings=(warning,))
+
+    monkeypatch.setattr(fold, "deterministic", nondeterministic)
+    messages: list[str] = []
+    model = train_fold(METHOD, 1, DATA, profile(epochs=1), log=messages.append)
+    assert model.description.deterministic is False
+    assert [m for m in messages if m.startswith("not deterministic on ")] == [
+        f"not deterministic on {model.description.device}: {warning}"
+    ]
+
+
 def test_default_device_and_log() -> None:
     assert default_device() == ("cuda" if torch.cuda.is_available() else "cpu")
     model = train_fold(METHOD, 1, DATA, profile(epochs=1))  # no device, no log given

@@ -7,7 +7,15 @@ import numpy as np
 import pytest
 import torch
 
-from formula_assets.training.inputs import BagInputs, FoldRows, MatrixInputs, Prepared
+from formula_assets.training.inputs import (
+    BagInputs,
+    FoldRows,
+    MatrixInputs,
+    PartBatch,
+    PartInputs,
+    Prepared,
+    run_inputs,
+)
 
 
 def test_matrix_inputs_give_the_rows_asked_for_in_that_order() -> None:
@@ -49,3 +57,18 @@ def test_fold_rows_and_prepared_inputs_cannot_be_reassigned() -> None:
     prepared = Prepared(structural=MatrixInputs(torch.zeros(1, 1)), description=None)  # type: ignore[arg-type]
     with pytest.raises(dataclasses.FrozenInstanceError):
         prepared.description = None  # type: ignore[misc]
+
+
+def test_part_inputs_batch_each_part_and_each_run_reads_its_own() -> None:
+    """Runs that read different inputs (a fine-tuning of each of several base models): one
+    batch holds each part's rows, in run order; a run's inputs are its part, or, when the
+    runs share their inputs, all of them."""
+    first = MatrixInputs(torch.arange(6, dtype=torch.float32).reshape(3, 2))
+    second = BagInputs([[7], [8, 9], []])
+    parts = PartInputs([first, second])
+    batch = parts.batch(np.array([1, 0]))
+    assert isinstance(batch, PartBatch) and len(batch) == 2
+    assert batch[0].tolist() == [[2, 3], [0, 1]]
+    assert [t.tolist() for t in batch[1]] == [[8, 9, 7], [0, 2]]
+    assert run_inputs(parts, 0) is first and run_inputs(parts, 1) is second
+    assert run_inputs(first, 1) is first

@@ -171,6 +171,33 @@ def test_run_average_cosines_are_the_mean_of_the_runs_cosines() -> None:
     assert len(list(RunAverage(runs).runs)) == 3
 
 
+class Scaled(torch.nn.Module):
+    """A run that encodes its input times its own factor: which input it read shows."""
+
+    def __init__(self, factor: float) -> None:
+        super().__init__()
+        self.factor = factor
+
+    def encode_structural(self, x: torch.Tensor) -> torch.Tensor:
+        return x * self.factor
+
+    def encode_semantic(self, x: torch.Tensor) -> torch.Tensor:
+        return -x * self.factor
+
+
+def test_each_run_reads_its_own_part_of_a_part_batch_and_the_parts_match_the_runs() -> None:
+    from formula_assets.training.inputs import PartBatch
+
+    first, second = torch.tensor([[1.0, 0.0]]), torch.tensor([[0.0, 1.0]])
+    average = RunAverage([Scaled(2.0), Scaled(3.0)])
+    joined = average.encode_structural(PartBatch([first, second]))
+    assert torch.allclose(joined, torch.tensor([[1.0, 0.0, 0.0, 1.0]]) / math.sqrt(2))
+    shared = average.encode_semantic(first)  # not a PartBatch: every run reads it all
+    assert torch.allclose(shared, torch.tensor([[-1.0, 0.0, -1.0, 0.0]]) / math.sqrt(2))
+    with pytest.raises(ValueError):  # a part more than there are runs is an error, not dropped
+        average.encode_structural(PartBatch([first, second, first]))
+
+
 def test_the_symbol_lexicon_sides_by_hand() -> None:
     """A formula: its symbols' weights at their ids; a text bag: the sum of its lexicon rows;
     an empty bag: zeros. Nothing to train."""
