@@ -185,12 +185,11 @@ class TrainedMethod(Method):
     def build(self, description: ModelDescription) -> torch.nn.Module:
         """The untrained model a description names: one network, or the average of its
         runs (weights come from safetensors)."""
-        runs = self.run_count(description)
-        if runs == 1:
-            return self.network(self.run_description(description, 0))
         from formula_assets.training.models import RunAverage
 
-        return RunAverage([self.network(self.run_description(description, r)) for r in range(runs)])
+        runs = range(self.run_count(description))
+        networks = [self.network(self.run_description(description, r)) for r in runs]
+        return networks[0] if len(networks) == 1 else RunAverage(networks)
 
     def loaded(self, trained: TrainedModel) -> LoadedModel:
         """A trained model (a `fold_models` value) as a network that encodes queries: built

@@ -290,3 +290,55 @@ def test_each_base_model_is_a_run_with_its_own_inputs_and_frozen_layers(
     assert [tower.bert.architecture for tower in model.runs] == ["bert", "mpnet"]
     with pytest.raises(ValueError, match="several base models"):
         METHOD.network(described_)
+
+
+class TextQuery:
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+
+def test_one_base_model_may_still_average_seeded_runs_each_its_tower(folder) -> None:
+    """`runs: 2` over one base model: two runs of the same base (a seed ensemble), and the
+    base model a trained model's description recorded stays each run's."""
+    seeded = description(folder, settings={"runs": 2})
+    assert METHOD.run_count(seeded) == 2
+    assert [METHOD.run_description(seeded, r) for r in (0, 1)] == [seeded, seeded]
+    model = METHOD.build(seeded)
+    assert len(model.runs) == 2 and all(t.bert.architecture == "bert" for t in model.runs)
+    recorded = description(folder, settings={"base_model": None}, base_model=str(folder))
+    assert base_folder(METHOD.run_description(recorded, 0)) == folder
+
+
+def test_a_description_whose_identities_do_not_match_its_base_models_is_refused(
+    folder, mpnet_folder
+) -> None:
+    joined = description(
+        folder,
+        settings={"base_model": f"{folder}+{mpnet_folder}", "frozen_layers": (1, 2)},
+        base_model_identity=folder_hash(folder).digest,  # one identity for two base models
+    )
+    with pytest.raises(ValueError):
+        METHOD.parts(joined)
+
+
+def test_text_queries_of_several_bases_are_each_runs_vectors_joined(folder, mpnet_folder) -> None:
+    """Each run tokenises with its own base model's tokenizer and encodes with its own tower;
+    the query's vector is theirs joined (cosine: the mean of theirs). A model of more towers
+    than base models is refused, not read in part."""
+    from formula_assets.training.models import RunAverage, joined_runs
+
+    joined = description(
+        folder, settings={"base_model": f"{folder}+{mpnet_folder}", "frozen_layers": (1, 2)}
+    )
+    model = METHOD.build(joined).eval()
+    texts = ["sum of x and z", "x"]
+    got = METHOD.text_vectors([TextQuery(t) for t in texts], LoadedModel(joined, model))
+    with torch.no_grad():
+        runs = [
+            tower.encode(tokenise(base, 8, texts))
+            for tower, base in zip(model.runs, (folder, mpnet_folder), strict=True)
+        ]
+    assert np.allclose(got, joined_runs(runs).numpy(), atol=1e-6)
+    three = RunAverage([*model.runs, SentenceTower(folder, frozen_layers=1)])
+    with pytest.raises(ValueError):
+        METHOD.text_vectors([TextQuery("x")], LoadedModel(joined, three))
