@@ -225,9 +225,9 @@ class Searcher:
             from formula_assets.semantics.models import (
                 EmbeddingModelError,
                 downloaded,
-                query_encoder,
                 resolve_model,
             )
+            from formula_assets.semantics.query import query_encoder
 
             try:
                 spec = resolve_model(

@@ -328,24 +328,6 @@ def side_by_side(blocks: Sequence[np.ndarray]) -> np.ndarray:
     return np.concatenate(unit, axis=-1).astype(np.float32, copy=False)
 
 
-def query_encoder(spec: ModelSpec, offline: bool = False) -> Callable[[str], np.ndarray]:
-    """One text's vector as the model embeds it: in plain torch when every model of the spec
-    is a BERT or MPNet folder on disk (`semantics.bert`: a cold search skips importing
-    sentence-transformers, seconds), else through the library."""
-    from formula_assets.semantics.bert import BertSentenceEncoder, Unsupported
-
-    try:
-        if not spec.local:
-            raise Unsupported("a hub model not downloaded")
-        plain = [BertSentenceEncoder(Path(part.location)) for part in spec.parts or (spec,)]
-    except Unsupported:
-        library = TextEmbedder(spec, offline=offline)
-        return lambda text: library.encode([text])[0]
-    if len(plain) == 1:
-        return plain[0].encode
-    return lambda text: side_by_side([encoder.encode(text) for encoder in plain])
-
-
 _MODELS: dict[tuple[str, str, str | None], SentenceTransformer] = {}
 
 

@@ -350,7 +350,7 @@ def test_a_query_is_encoded_as_the_library_encodes_it_joined_parts_too(tiny, tmp
     """The plain-torch path (a BERT and an MPNet folder side by side, as `large`'s two models),
     and the library's for a folder it refuses (the [CLS] token's vector, not the mean): each
     gives the embedding's own vectors."""
-    from formula_assets.semantics.models import query_encoder
+    from formula_assets.semantics.query import query_encoder
 
     mpnet = tiny_sentence_model(tmp_path / "mpnet", seed=3, architecture="mpnet")
     refused = Path(shutil.copytree(tiny, tmp_path / "refused"))
@@ -374,7 +374,8 @@ def test_a_query_of_bert_and_mpnet_folders_imports_no_sentence_transformers(tmp_
     mpnet = tiny_sentence_model(tmp_path / "mpnet", architecture="mpnet")
     probe = (
         "import sys\n"
-        "from formula_assets.semantics.models import query_encoder, resolve_model\n"
+        "from formula_assets.semantics.models import resolve_model\n"
+        "from formula_assets.semantics.query import query_encoder\n"
         f"spec = resolve_model('{DEFAULT_EMBEDDING_MODEL}+{mpnet}', 'a test')\n"
         "print(query_encoder(spec)('kinetic energy').shape)\n"
         "print(sorted({m.split('.')[0] for m in sys.modules} & "
@@ -386,7 +387,7 @@ def test_a_query_of_bert_and_mpnet_folders_imports_no_sentence_transformers(tmp_
 
 
 def test_a_hub_model_not_downloaded_is_left_to_the_library() -> None:
-    from formula_assets.semantics.models import query_encoder
+    from formula_assets.semantics.query import query_encoder
 
     spec = resolve_model("someone/not-downloaded", "a test")
     assert not spec.local
