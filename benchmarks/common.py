@@ -6,6 +6,7 @@ import json
 import os
 import platform
 import statistics
+import sys
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -34,9 +35,19 @@ def machine() -> dict[str, Any]:
         "cpu": cpu,
         "cores": os.cpu_count(),
         "memory_gib": memory_gib,
+        "gpu": _gpu(),
         "python": platform.python_version(),
         "platform": platform.platform(),
     }
+
+
+def _gpu() -> str | None:
+    """The CUDA device a benchmark that runs torch would use (training takes it when present);
+    None without one, or when the benchmark never imported torch (importing it costs seconds)."""
+    torch = sys.modules.get("torch")
+    if torch is None or not torch.cuda.is_available():
+        return None
+    return f"{torch.cuda.get_device_name(0)} (torch {torch.__version__})"
 
 
 def pin_to_one_core() -> str:

@@ -99,6 +99,11 @@ def _train(job: tuple):
     return model, time.perf_counter() - started
 
 
+def _indexed(item: tuple[int, tuple]) -> tuple[int, tuple]:
+    index, job = item
+    return index, _train(job)
+
+
 def _timings(jobs: list[tuple], trained: list) -> dict:
     per_method: dict[str, dict[str, list[float]]] = {}
     for (method, *_), (model, seconds) in zip(jobs, trained, strict=True):
@@ -179,8 +184,20 @@ def run(
     chosen.sort(key=lambda m: -registry.get(m).training_cost)
     jobs = [(m, f, profile, threads) for m in chosen for f in FOLDS]
     started = time.perf_counter()
+    trained: list = [None] * len(jobs)
     with multiprocessing.get_context("spawn").Pool(workers) as pool:
-        trained = pool.map(_train, jobs, chunksize=1)
+        # each model reported as it finishes: a run stopped early still says what it trained
+        for index, (model, seconds) in pool.imap_unordered(_indexed, enumerate(jobs)):
+            trained[index] = (model, seconds)
+            test = ", ".join(
+                f"{d} {v['recall_at_10']:.3f} / {v['mrr']:.3f}"
+                for d, v in held_out_scores(model).items()
+            )
+            print(
+                f"[{time.perf_counter() - started:7.1f} s] {model.method} fold {model.fold}: "
+                f"{seconds:.1f} s, {len(model.history)} epochs; test R@10 / MRR {test}",
+                flush=True,
+            )
     wall = time.perf_counter() - started
     models = lake_models([m for m in registry.trained() if m not in chosen])
     models |= {(m.fold, m.method): m for m, _ in trained}
