@@ -25,7 +25,7 @@ from formula_assets.semantics.models import TextEmbedder, resolve_model
 from formula_assets.semantics.query import query_encoder
 spec = resolve_model(sys.argv[1], "the benchmark", Path(sys.argv[2]))
 if sys.argv[3] == "plain":
-    vector = query_encoder(spec)("kinetic energy")
+    vector = query_encoder(spec, offline=True)("kinetic energy")
 else:
     vector = TextEmbedder(spec, offline=True).encode(["kinetic energy"])[0]
 assert vector.shape[0] > 0

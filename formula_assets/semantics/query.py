@@ -11,7 +11,7 @@ import numpy as np
 from formula_assets.semantics.models import ModelSpec, TextEmbedder, side_by_side
 
 
-def query_encoder(spec: ModelSpec, offline: bool = False) -> Callable[[str], np.ndarray]:
+def query_encoder(spec: ModelSpec, offline: bool) -> Callable[[str], np.ndarray]:
     """One text's vector as the model embeds it: in plain torch when every model of the spec
     is a BERT or MPNet folder on disk (`semantics.bert`: a cold search skips importing
     sentence-transformers, seconds), else through the library."""

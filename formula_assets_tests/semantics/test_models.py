@@ -360,7 +360,7 @@ def test_a_query_is_encoded_as_the_library_encodes_it_joined_parts_too(tiny, tmp
     for name in (f"{DEFAULT_EMBEDDING_MODEL}+{mpnet}", str(mpnet), f"{refused}+{mpnet}"):
         spec = resolve_model(name, "a test")
         expected = TextEmbedder(spec, device="cpu").encode(QUERIES)
-        encode = query_encoder(spec)
+        encode = query_encoder(spec, offline=True)
         got = np.stack([encode(q) for q in QUERIES])
         assert got.dtype == np.float32
         np.testing.assert_allclose(got, expected, atol=1e-5, err_msg=name)
@@ -377,13 +377,32 @@ def test_a_query_of_bert_and_mpnet_folders_imports_no_sentence_transformers(tmp_
         "from formula_assets.semantics.models import resolve_model\n"
         "from formula_assets.semantics.query import query_encoder\n"
         f"spec = resolve_model('{DEFAULT_EMBEDDING_MODEL}+{mpnet}', 'a test')\n"
-        "print(query_encoder(spec)('kinetic energy').shape)\n"
+        "print(query_encoder(spec, offline=True)('kinetic energy').shape)\n"
         "print(sorted({m.split('.')[0] for m in sys.modules} & "
         "{'sentence_transformers', 'transformers'}))\n"
     )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["(392,)", "[]"]
+
+
+def test_bert_and_mpnet_folders_never_reach_the_library(tmp_path, monkeypatch) -> None:
+    """The same promise in this process, where a changed `query_encoder` is seen too: alone or
+    joined, folders the plain encoder reads are never handed to sentence-transformers."""
+    from formula_assets.semantics import query
+
+    def library(*args: object, **kwargs: object) -> None:
+        raise AssertionError("sentence-transformers was used")
+
+    monkeypatch.setattr(query, "TextEmbedder", library)
+    mpnet = tiny_sentence_model(tmp_path / "mpnet", architecture="mpnet")
+    for name, width in (
+        (DEFAULT_EMBEDDING_MODEL, 384),
+        (str(mpnet), 8),
+        (f"{DEFAULT_EMBEDDING_MODEL}+{mpnet}", 392),
+    ):
+        vector = query.query_encoder(resolve_model(name, "a test"), offline=True)("kinetic energy")
+        assert vector.shape == (width,) and np.isfinite(vector).all(), name
 
 
 def test_a_hub_model_not_downloaded_is_left_to_the_library() -> None:
