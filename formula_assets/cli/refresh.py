@@ -2,7 +2,8 @@
 
 Dagster marks staleness one level at a time (a rebuilt asset makes its children stale only
 once it has a new data version), so refresh works in rounds: find what is stale or missing,
-run the part of it whose parents are all fresh, and look again, until nothing is left. A
+run the part of it whose ancestors are all fresh, and look again, until nothing is left: each
+step runs once per refresh. A
 runner executes each round: locally (heavy steps in worker processes, one torch thread each)
 or on a distributed engine (`cli/distributed.py`).
 
@@ -45,10 +46,20 @@ class RefreshReport:
 
 
 def _frontier(defs: dg.Definitions, entries: list[Entry]) -> list[Entry]:
-    """Entries none of whose parents is itself stale or missing."""
+    """Entries none of whose ancestors is itself stale or missing. Not only parents: an asset
+    stale for its own code version whose grandparent is being rebuilt would run now and again
+    once the rebuild reaches its parent (a parser change ran the annotation audit twice)."""
     graph = defs.resolve_asset_graph()
     pending = {e.target.key for e in entries}
-    return [e for e in entries if not (set(graph.get(e.target.key).parent_keys) & pending)]
+    ancestors: dict[dg.AssetKey, set[dg.AssetKey]] = {}
+
+    def above(key: dg.AssetKey) -> set[dg.AssetKey]:
+        if key not in ancestors:
+            parents = set(graph.get(key).parent_keys)
+            ancestors[key] = parents.union(*(above(p) for p in parents))
+        return ancestors[key]
+
+    return [e for e in entries if not (above(e.target.key) & pending)]
 
 
 def observe_sources(defs: dg.Definitions, instance: dg.DagsterInstance, echo: Print) -> None:

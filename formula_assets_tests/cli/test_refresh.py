@@ -258,6 +258,39 @@ def test_a_refresh_builds_round_by_round_and_then_has_nothing_to_do(instance) ->
     assert (again.rounds, again.ran) == (0, [])
 
 
+def chain(top: str, bottom: str) -> dg.Definitions:
+    """top → middle → bottom, with the code versions of the ends given."""
+
+    @dg.asset(name="top", code_version=top)
+    def top_asset() -> dg.MaterializeResult:
+        return dg.MaterializeResult()
+
+    @dg.asset(name="middle", deps=["top"], code_version="1")
+    def middle_asset() -> dg.MaterializeResult:
+        return dg.MaterializeResult()
+
+    @dg.asset(name="bottom", deps=["middle"], code_version=bottom)
+    def bottom_asset() -> dg.MaterializeResult:
+        return dg.MaterializeResult()
+
+    return dg.Definitions(assets=[top_asset, middle_asset, bottom_asset])
+
+
+def test_a_step_stale_below_a_rebuilt_ancestor_waits_for_it_and_runs_once(instance) -> None:
+    """`bottom`'s own code changed and so did `top`'s: `bottom` is stale at once, but `middle`
+    only once `top` is rebuilt. Run in the first round it would run again in the third (as the
+    annotation audit did after a parser change)."""
+    refresh(chain("1", "1"), instance, echo=quiet, runner=LocalRunner(1))
+    said: list[str] = []
+    report = refresh(chain("2", "2"), instance, echo=said.append, runner=LocalRunner(1))
+    assert report.ran == ["top", "middle", "bottom"]
+    assert [line for line in said if line.startswith("materializing")] == [
+        "materializing top",
+        "materializing middle",
+        "materializing bottom",
+    ]
+
+
 def test_partitions_are_counted_per_asset_beside_whole_assets(instance) -> None:
     """By default in two processes, as the command line's `--workers`; never more than the
     partitions."""
