@@ -10,6 +10,21 @@ import pytest
 
 from formula_assets_tests.support.sparql_server import FakeWdqs
 
+PIPELINE_GROUP = "pipeline"
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """With pytest-xdist's `--dist loadgroup` (`make test`: two workers), every test that
+    reads the materialized smoke pipeline runs on one worker, which builds it once, and every
+    other module runs whole on one worker, so that no session or module fixture is built
+    twice; the two workers share the CPU that one serial run leaves half idle."""
+    if not config.pluginmanager.hasplugin("xdist"):
+        return
+    for item in items:
+        uses_pipeline = "materialized" in getattr(item, "fixturenames", ())
+        group = PIPELINE_GROUP if uses_pipeline else item.nodeid.split("::")[0]
+        item.add_marker(pytest.mark.xdist_group(group))
+
 
 @pytest.fixture
 def sparql_server() -> Iterator[FakeWdqs]:
