@@ -39,13 +39,13 @@ home: install
 run: home
 	$(BIN)/formula-assets refresh --observe
 
-# Two pytest-xdist workers: the tests of the materialized pipeline on one, every other module
-# whole on either (formula_assets_tests/conftest.py); TEST_WORKERS=0 runs serially.
+# Two pytest-xdist workers: the modules of the materialized pipeline on one, every other
+# module whole on either (formula_assets_tests/conftest.py); TEST_WORKERS=0 runs serially.
 TEST_WORKERS ?= 2
 
 test: install
 	$(BIN)/ruff check formula_assets formula_assets_tests benchmarks
-	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadgroup
+	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadfile
 
 test-daemon: install
 	$(BIN)/pytest -m daemon formula_assets_tests/test_daemon.py

@@ -4,26 +4,58 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import pyarrow as pa
 import pytest
 
 from formula_assets_tests.support.sparql_server import FakeWdqs
 
-PIPELINE_GROUP = "pipeline"
+# The test modules that read the materialized smoke pipeline (the `materialized` fixture);
+# test_scheduling.py keeps the list complete.
+PIPELINE_MODULES = frozenset(
+    f"formula_assets_tests/{path}"
+    for path in (
+        "audit/test_corruption.py",
+        "cli/test_distributed.py",
+        "cli/test_refresh.py",
+        "defs/test_evaluation.py",
+        "lineage/test_code_changes.py",
+        "methods/test_adding_a_method.py",
+        "search/test_searcher.py",
+        "test_end_to_end.py",
+    )
+)
+PIPELINE_GROUP = "the materialized pipeline"
+# the collected modules with a test that reads it, before `-m` and `-k` deselect any
+READING_PIPELINE = pytest.StashKey[set[str]]()
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """With pytest-xdist's `--dist loadgroup` (`make test`: two workers), every test that
-    reads the materialized smoke pipeline runs on one worker, which builds it once, and every
-    other module runs whole on one worker, so that no session or module fixture is built
-    twice; the two workers share the CPU that one serial run leaves half idle."""
-    if not config.pluginmanager.hasplugin("xdist"):
-        return
-    for item in items:
-        uses_pipeline = "materialized" in getattr(item, "fixturenames", ())
-        group = PIPELINE_GROUP if uses_pipeline else item.nodeid.split("::")[0]
-        item.add_marker(pytest.mark.xdist_group(group))
+    config.stash[READING_PIPELINE] = {
+        item.nodeid.split("::")[0]
+        for item in items
+        if "materialized" in getattr(item, "fixturenames", ())
+    }
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """`make test` runs two pytest-xdist workers with `--dist loadfile`, refined here: the
+    modules of the materialized pipeline are one unit, so one worker builds it once and runs
+    them, while the other runs every other module (each whole, so no module fixture is built
+    twice). A serial run leaves one of two cores idle most of the time."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class PipelineAsOneFile(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            module = nodeid.split("::")[0]
+            return PIPELINE_GROUP if module in PIPELINE_MODULES else module
+
+    return PipelineAsOneFile(config, log)
 
 
 @pytest.fixture
