@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -9,7 +10,11 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from formula_assets_tests.support.sparql_server import FakeWdqs
+# Before the package is imported: the session runs the smoke profile, as the materialized
+# pipeline does, and the registry's methods follow the profile it is imported under.
+os.environ["FORMULA_ASSETS_PROFILE"] = "smoke"
+
+from formula_assets_tests.support.sparql_server import FakeWdqs  # noqa: E402
 
 # The test modules that read the materialized smoke pipeline (the `materialized` fixture);
 # test_scheduling.py keeps the list complete.

@@ -24,6 +24,7 @@ suggested concept names one of them when the corpus uses it as that concept's sy
 
 from __future__ import annotations
 
+import functools
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -85,12 +86,18 @@ def vocabulary(rows: Sequence[Mapping[str, Any]]) -> dict[str, Concept]:
 def identifiers(mathml: str | None) -> list[str]:
     """The distinct identifiers of a MathML string (its operator tree's symbol tokens with a
     letter in them, so not numbers), in tree order; none for markup that does not parse."""
-    if not mathml:
-        return []
+    return list(_identifiers(mathml)) if mathml else []
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _identifiers(mathml: str) -> tuple[str, ...]:
+    """Parsed once per distinct markup: the audit reads each declared symbol for the
+    vocabulary and again for every item that declares it (22,251 parses of 3,586 distinct
+    strings on the snapshot)."""
     try:
         root = parse_mathml(mathml)
     except MathMLError:
-        return []
+        return ()
     seen: dict[str, None] = {}
     stack = [root]
     while stack:
@@ -98,7 +105,7 @@ def identifiers(mathml: str | None) -> list[str]:
         if node.type == SYMBOL and any(ch.isalpha() for ch in node.token):
             seen.setdefault(node.token, None)
         stack.extend(reversed(node.children))
-    return list(seen)
+    return tuple(seen)
 
 
 def unannotated_symbols(row: Mapping[str, Any]) -> list[str]:

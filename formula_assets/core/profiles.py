@@ -1,8 +1,10 @@
 """Training profiles: how much compute the alignment models get, with fixed, recorded seeds.
 
 * `smoke`: seconds; for tests and demos. Proves the wiring, not the science.
-* `default`: the best a 2-core CPU does in minutes (7 min 22 s cold: docs/performance.md); beside
-  the symbol lexicon, every trained member is trained for less than `large` trains it.
+* `default`: within 8 minutes cold on any 2-core CPU measured (docs/performance.md): the
+  symbol lexicon beside the trained members over frozen vectors, no fine-tuned encoder.
+* `medium`: the default and the fine-tuned encoder (one epoch); beside the symbol lexicon,
+  every trained member is trained for less than `large` trains it.
 * `large`: the strongest this CPU trains within 45 minutes cold: both packaged sentence
   models side by side, a wider graph encoder, both fine-tuned and averaged.
 * `paper`: the paper's settings — 200 epochs, hidden 768, all-mpnet-base-v2 — for a GPU.
@@ -108,6 +110,9 @@ class Profile:
     # ensemble's weights (0: none; the ensemble then cannot be built)
     selection_fraction: float = 0.1
     torch_threads: int = 1  # per process; fold partitions run as parallel processes
+    # methods (registry names) this profile does not train or score: they have no fold
+    # partitions, no row of Table 2 and no place in the ensemble, the search or the audit
+    leaves_out: tuple[str, ...] = ()
     extra: dict[str, Any] = field(default_factory=dict)
 
     def settings(self, method: str) -> MethodSettings:
@@ -196,13 +201,26 @@ PROFILES: dict[str, Profile] = {
         ),
         bag_dual_cl=replace(_DEFAULT_BAG, out_dim=64, epochs=30, batch_size=32),
     ),
+    # within 8 minutes cold on the slowest 2-core CPU measured (an EPYC without AVX-512):
+    # `medium` without the fine-tuned encoder (half of its training CPU), the graph encoder
+    # 192 wide (mean validation MRR .4952 → .4978 for a quarter less of its training) and
+    # sbert_dual_cl ≤ 20 epochs (.5525 → .5517 for a third less: docs/research-record.md)
+    "default": Profile(
+        name="default",
+        graph_text_cl=replace(_DEFAULT_GRAPH, epochs=15, hidden=192),
+        sbert_dual_cl=replace(_DEFAULT_DUAL, epochs=20),
+        sbert_finetuned_cl=_DEFAULT_FINETUNED,
+        bag_dual_cl=replace(_DEFAULT_BAG, runs=1),
+        leaves_out=("sbert_finetuned_cl",),
+    ),
     # with symbol_lexicon in the ensemble, the trained members for less: the graph encoder
     # ≤ 15 epochs, sbert_dual_cl ≤ 30, the fine-tuned encoder one epoch at twice the rate, one
     # run of the bag encoder — the ensemble's mean selection MRR .858 → .851 for about half
     # the cold build's CPU (docs/research-record.md); `large` and `paper` keep the full
-    # schedules
-    "default": Profile(
-        name="default",
+    # schedules. The default until 2026-12-04: 7 minutes cold on AVX-512 EPYCs, 19 on the
+    # EPYC without AVX-512
+    "medium": Profile(
+        name="medium",
         graph_text_cl=replace(_DEFAULT_GRAPH, epochs=15),
         sbert_dual_cl=replace(_DEFAULT_DUAL, epochs=30),
         sbert_finetuned_cl=_DEFAULT_FINETUNED,
@@ -281,4 +299,4 @@ def _flatten(values: dict[str, Any], prefix: str = "") -> dict[str, Any]:
 
 
 def _cell(value: Any) -> str:
-    return "—" if value is None or value == {} else f"`{value!r}`"
+    return "—" if value is None or value == {} or value == () else f"`{value!r}`"

@@ -320,7 +320,7 @@ class Settings:
     # -- models ---------------------------------------------------------------------------
     profile = Setting[str](
         PROFILE_ENV,
-        "training profile (`smoke`, `default`, `large`, `paper`); its embedding model is the "
+        "training profile (`smoke`, `default`, `medium`, `large`, `paper`); its embedding model is the "
         "default of embedding_model",
         DEFAULT_PROFILE,
         check=_profile,

@@ -35,8 +35,9 @@ def to_tensors(
     text_table: np.ndarray | None = None,
     formula_vectors: np.ndarray | None = None,
 ) -> dict[str, torch.Tensor]:
-    """Tensors of a batch; with `text_table`, every node's token-text vector as `text`; with
-    `formula_vectors` (one row per graph), the formula context as `formula`."""
+    """Tensors of a batch; with `text_table`, the batch's distinct token-text vectors as
+    `text` and each node's row of them as `text_index`; with `formula_vectors` (one row per
+    graph), the formula context as `formula`."""
 
     def tensor(values: np.ndarray) -> torch.Tensor:
         return torch.from_numpy(np.ascontiguousarray(values)).to(device)
@@ -54,7 +55,11 @@ def to_tensors(
     if text_table is not None:
         if arrays.text_tokens is None:
             raise ValueError("a text table needs arrays built with a text vocabulary")
-        batch["text"] = tensor(text_table[arrays.text_tokens].astype(np.float32, copy=False))
+        # each distinct token text once (a batch repeats few of them many times), and per
+        # node its row: the text projection runs over the distinct texts, not the nodes
+        distinct, per_node = np.unique(arrays.text_tokens, return_inverse=True)
+        batch["text"] = tensor(text_table[distinct].astype(np.float32, copy=False))
+        batch["text_index"] = tensor(per_node.reshape(-1).astype(np.int64, copy=False))
     if formula_vectors is not None:
         if len(formula_vectors) != arrays.num_graphs:
             raise ValueError(
@@ -149,7 +154,7 @@ class GineEncoder(nn.Module):
         `mean+formula` the formula head's reading of the formula context."""
         h = self.token(self._tokens(batch["tokens"])) + self.node_type(batch["types"])
         if self.text is not None:
-            h = h + self.text(batch["text"])
+            h = h + self.text(batch["text"])[batch["text_index"]]
         if self.formula is not None:
             if "formula" not in batch:
                 raise ValueError("this encoder reads a formula context: pass formula_vectors")

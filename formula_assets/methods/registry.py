@@ -4,10 +4,11 @@ all read this list.
 
 Adding a method is a module in this package plus its line in `BUILT_IN` (see
 docs/adding-a-method.md). Methods defined outside the package are added after the built-in
-ones by naming them in FORMULA_ASSETS_EXTRA_METHODS (`module:attribute`, comma-separated),
-read once, when this module is first imported (the definitions' partitions are fixed then);
+ones by naming them in FORMULA_ASSETS_EXTRA_METHODS (`module:attribute`, comma-separated);
 each is added with `register`, and its module's source enters every code version that
-depends on the registry, so lineage sees it as it sees the built-in ones.
+depends on the registry, so lineage sees it as it sees the built-in ones. A profile may leave
+built-in methods out (`Profile.leaves_out`: not trained, not scored). Both settings are read
+once, when this module is first imported: the definitions' partitions are fixed then.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import importlib
 import re
 from typing import TYPE_CHECKING
 
+from formula_assets.core.profiles import get_profile
 from formula_assets.core.protocol import ENSEMBLE
 from formula_assets.core.settings import EXTRA_METHODS_ENV, Settings
 from formula_assets.methods import (
@@ -32,8 +34,9 @@ from formula_assets.methods.base import Method, TrainedMethod
 if TYPE_CHECKING:
     from formula_assets.evaluation.lineup import Lineup
 
-# The methods named outside the package (and their source) change what is trained and scored.
-RESULT_SETTINGS = ("extra_methods",)
+# The methods named outside the package (and their source) and those the profile leaves out
+# change what is trained and scored.
+RESULT_SETTINGS = ("extra_methods", "profile")
 
 # Their order is Table 2's within its groups (the untrained methods, then the trained ones;
 # the ensemble last), the order of the method partitions, of the ensemble's members (whose
@@ -130,6 +133,18 @@ def lineup() -> Lineup:
     return Lineup(methods=table_2(), trained=trained(), members=ensemble_members())
 
 
-for _method in BUILT_IN:
+def built_in(left_out: tuple[str, ...]) -> tuple[Method, ...]:
+    """The built-in methods a profile keeps: BUILT_IN less those it leaves out (by name)."""
+    names = [m.name for m in BUILT_IN]
+    unknown = [n for n in left_out if n not in names]
+    if unknown:
+        raise ValueError(
+            f"a profile leaves out {', '.join(unknown)}: not a built-in method ({', '.join(names)})"
+        )
+    return tuple(m for m in BUILT_IN if m.name not in left_out)
+
+
+_SETTINGS = Settings.from_environment()
+for _method in built_in(get_profile(_SETTINGS.profile).leaves_out):
     register(_method)
-_load_extra(Settings.from_environment().extra_methods)
+_load_extra(_SETTINGS.extra_methods)

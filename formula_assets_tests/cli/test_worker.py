@@ -79,8 +79,8 @@ def test_the_project_declares_its_heavy_steps() -> None:
         "opt_text_embeddings": 2.0,
         "opt_token_embeddings": 1.0,
         "fold_models": 1.0,
-        # in a worker beside the fold models, not before them
-        "correspondence_metrics": 0.25,
+        # in a worker beside the fold models, with the sbert_dual_cl folds
+        "correspondence_metrics": 1.0,
     }
     assert cost(defs, Job(("fold_models",), "3|graph_text_cl")) == 3.0
     assert cost(defs, Job(("fold_models",), "3|sbert_dual_cl")) == 1.0

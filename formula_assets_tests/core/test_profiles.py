@@ -67,14 +67,26 @@ def test_the_embedding_assets_follow_the_profile() -> None:
 def test_an_unknown_profile_names_the_setting() -> None:
     with pytest.raises(ValueError, match=r"unknown profile 'huge' \(from config or FORMULA_ASSETS"):
         under("huge").profile  # noqa: B018
-    with pytest.raises(ValueError, match="choose one of smoke, default, large, paper"):
+    with pytest.raises(ValueError, match="choose one of smoke, default, medium, large, paper"):
         get_profile("huge")
     assert get_profile(" Paper ") is PROFILES["paper"]
 
 
 def test_the_profiles_are_what_docs_training_md_says() -> None:
     """The profile table of docs/training.md, field by field."""
-    smoke, default, large, paper = (PROFILES[n] for n in ("smoke", "default", "large", "paper"))
+    smoke, default, medium, large, paper = (
+        PROFILES[n] for n in ("smoke", "default", "medium", "large", "paper")
+    )
+    # the default is `medium` without the fine-tuned encoder, the graph encoder 192 wide,
+    # sbert_dual_cl ≤ 20 epochs
+    assert default.leaves_out == ("sbert_finetuned_cl",)
+    assert [p.name for p in PROFILES.values() if p.leaves_out] == ["default"]
+    assert replace(default, name="medium", leaves_out=()) == replace(
+        medium,
+        graph_text_cl=replace(medium.graph_text_cl, hidden=192),
+        sbert_dual_cl=replace(medium.sbert_dual_cl, epochs=20),
+    )
+    default = medium
     graph, dual = default.graph_text_cl, default.sbert_dual_cl
     assert (graph.hidden, graph.epochs, graph.patience, graph.runs) == (256, 15, 8, 1)
     assert graph.token_text and graph.formula_text and graph.token_dropout == 0.1
@@ -123,7 +135,11 @@ def test_docs_profiles_md_lists_every_value_of_every_profile() -> None:
     rows = table.splitlines()[2:]
     fields = len(dataclasses.fields(MethodSettings))
     assert len(rows) == 4 * fields + len(dataclasses.fields(Profile)) - 5  # less name + 4 methods
-    assert "| `sbert_dual_cl.learning_rate` | `0.003` | `0.001` | `0.001` | `0.0005` |" in rows
+    assert (
+        "| `sbert_dual_cl.learning_rate` | `0.003` | `0.001` | `0.001` | `0.001` | `0.0005` |"
+        in rows
+    )
+    assert "| `leaves_out` | — | `('sbert_finetuned_cl',)` | — | — | — |" in rows
 
 
 def test_a_profile_gives_each_methods_settings_and_refuses_others() -> None:

@@ -195,3 +195,27 @@ def test_a_frozen_layer_store_that_refuses_writes_is_told_in_the_run_log(
         if e.level == logging.WARNING and "not shared" in e.user_message
     ]
     assert warned and str(tmp_path / "cache" / "frozen_layers") in warned[0]
+
+
+def test_a_run_config_profile_that_leaves_the_method_out_is_refused(small_corpus) -> None:
+    """The partitions are the methods of the profile the definitions were loaded with (smoke,
+    here): a run-config profile that leaves the partition's method out trains nothing."""
+    c = small_corpus
+    fixtures = corpus_assets(c, wikidata_formulae=c.formulae)
+    base = f"memory://lake-{uuid.uuid4().hex}"
+    result = dg.materialize(
+        [*fixtures, cv_folds, fold_models],
+        resources={
+            "io_manager": DataLakeIOManager(base_path=base),
+            "model_io_manager": ModelIOManager(base_path=base),
+        },
+        partition_key="2|sbert_finetuned_cl",
+        run_config=dg.RunConfig({"fold_models": {"config": {"profile": "default"}}}),
+        raise_on_error=False,
+    )
+    assert not result.success
+    (failure,) = [e for e in result.all_events if e.event_type_value == "STEP_FAILURE"]
+    message = failure.step_failure_data.error.message
+    assert "the 'default' profile leaves out sbert_finetuned_cl" in message
+    assert "FORMULA_ASSETS_PROFILE=default" in message
+    assert not model_directory(UPath(base), 2, "sbert_finetuned_cl").exists()

@@ -36,7 +36,9 @@ def test_batches_carry_roots_and_text_vectors(graphs: pa.Table) -> None:
     assert batch["roots"].tolist() == arrays.node_offsets[:-1].tolist()
     flat = [t for ts in graphs["node_tokens"].to_pylist() for t in ts]
     expected = [table[2 + tokens.index(t)].tolist() for t in flat]
-    assert batch["text"].tolist() == expected
+    assert batch["text"][batch["text_index"]].tolist() == expected
+    # each distinct text once, however many nodes read it
+    assert len(batch["text"]) == len(set(flat)) < len(flat)
     assert batch["text"].dtype == torch.float32
     assert "text" not in to_tensors(arrays, "cpu")
     with pytest.raises(ValueError, match="text vocabulary"):
@@ -174,7 +176,7 @@ def reference_pool(model: GineEncoder, batch: dict[str, torch.Tensor]) -> torch.
     emb_pos(position); each layer h ← h + ReLU(LayerNorm(GINE(h, e))); each graph's mean."""
     h = model.token.weight[batch["tokens"]] + model.node_type.weight[batch["types"]]
     if "text" in batch:
-        h = h + model.text(batch["text"])
+        h = h + torch.stack([model.text(batch["text"][i]) for i in batch["text_index"]])
     if "formula" in batch:
         unit = batch["formula"] / batch["formula"].norm(dim=1, keepdim=True)
         h = h + model.formula(unit)[batch["batch"]]

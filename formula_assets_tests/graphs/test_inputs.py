@@ -50,8 +50,11 @@ def test_a_batch_carries_token_texts_and_formula_context_when_given() -> None:
     batch = inputs.batch(np.array([2, 0]))
     tokens = GRAPHS["node_tokens"].to_pylist()
     rows = {"x": [1, 2, 3], "w": [4, 5, 6]}
-    assert batch["text"].tolist() == [rows.get(t, [0, 0, 0]) for t in tokens[2] + tokens[0]]
+    per_node = batch["text"][batch["text_index"]]
+    assert per_node.tolist() == [rows.get(t, [0, 0, 0]) for t in tokens[2] + tokens[0]]
     assert batch["formula"].tolist() == [[np.float32(0.3)], [np.float32(0.1)]]
-    assert GraphInputs(GRAPHS, VOCABULARY, "cpu", TOKEN_TEXTS).batch(np.array([0]))[
-        "text"
-    ].shape == (len(tokens[0]), 3)
+    one = GraphInputs(GRAPHS, VOCABULARY, "cpu", TOKEN_TEXTS).batch(np.array([0]))
+    assert one["text_index"].shape == (len(tokens[0]),)
+    # one row per distinct text (tokens without one share the unknown's row)
+    distinct = {tuple(rows.get(t, [0, 0, 0])) for t in tokens[0]}
+    assert one["text"].shape == (len(distinct), 3) and len(distinct) < len(tokens[0])

@@ -6,7 +6,8 @@ import importlib
 import pytest
 
 from formula_assets.core.protocol import ENSEMBLE
-from formula_assets.core.settings import EXTRA_METHODS_ENV
+from formula_assets.core.profiles import PROFILES
+from formula_assets.core.settings import EXTRA_METHODS_ENV, PROFILE_ENV
 from formula_assets.evaluation.lineup import Lineup
 from formula_assets.methods import registry
 from formula_assets.methods.base import Method, TrainedMethod
@@ -108,5 +109,31 @@ def test_the_environment_names_extra_methods_when_the_registry_is_imported(
         assert registry.methods() == (*registry.BUILT_IN, EXTRA)
     finally:
         monkeypatch.delenv(EXTRA_METHODS_ENV)
+        importlib.reload(registry)
+    assert registry.methods() == registry.BUILT_IN
+
+
+def test_a_profile_leaves_built_in_methods_out_by_name() -> None:
+    kept = registry.built_in(("sbert_finetuned_cl", "bm25"))
+    assert [m.name for m in kept] == [
+        m.name for m in registry.BUILT_IN if m.name not in {"sbert_finetuned_cl", "bm25"}
+    ]
+    assert registry.built_in(()) == registry.BUILT_IN
+    with pytest.raises(ValueError, match="leaves out no_such: not a built-in method"):
+        registry.built_in(("bm25", "no_such"))
+
+
+def test_the_profile_of_the_environment_decides_the_methods_when_imported(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    leaving_out = next(p for p in PROFILES.values() if p.leaves_out)
+    monkeypatch.setenv(PROFILE_ENV, leaving_out.name)
+    try:
+        importlib.reload(registry)
+        names = [m.name for m in registry.methods()]
+        assert names == [m.name for m in registry.BUILT_IN if m.name not in leaving_out.leaves_out]
+        assert not set(leaving_out.leaves_out) & set(registry.trained())
+    finally:
+        monkeypatch.undo()  # the session's profile again
         importlib.reload(registry)
     assert registry.methods() == registry.BUILT_IN

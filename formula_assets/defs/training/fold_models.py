@@ -12,7 +12,12 @@ from formula_assets.core.arrow import recorded_model
 from formula_assets.core.hashing import bytes_hash, table_content_hash
 from formula_assets.core.profiles import get_profile
 from formula_assets.core.protocol import FOLDS
-from formula_assets.core.settings import Settings, frozen_layers_store, vectors_problem
+from formula_assets.core.settings import (
+    PROFILE_ENV,
+    Settings,
+    frozen_layers_store,
+    vectors_problem,
+)
 from formula_assets.core.versioning import code_version
 from formula_assets.defs import metadata
 from formula_assets.methods import registry
@@ -28,7 +33,8 @@ FOLD_MODEL_PARTITIONS = dg.MultiPartitionsDefinition(
 class TrainingConfig(dg.Config):
     profile: str | None = Field(
         default=None,
-        description="smoke | default | large | paper; unset: FORMULA_ASSETS_PROFILE, else default",
+        description="smoke | default | medium | large | paper; unset: FORMULA_ASSETS_PROFILE, else "
+        "default",
     )
 
 
@@ -65,6 +71,12 @@ def fold_models(
     # the profile of the run config, and the embedding model it implies, resolved once
     settings = Settings.from_environment().with_config(profile=config.profile)
     profile = get_profile(settings.profile)
+    if method in profile.leaves_out:
+        raise dg.Failure(
+            f"the {profile.name!r} profile leaves out {method}: the methods trained are those "
+            f"of the profile the definitions were loaded with, so set {PROFILE_ENV}={profile.name} "
+            "instead of only the `profile` run config of fold_models"
+        )
     for table in (semantic_embeddings, opt_text_embeddings):
         problem = vectors_problem(settings, recorded_model(table))
         if problem:
