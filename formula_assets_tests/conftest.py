@@ -14,7 +14,7 @@ import pytest
 # pipeline does, and the registry's methods follow the profile it is imported under.
 os.environ["FORMULA_ASSETS_PROFILE"] = "smoke"
 
-from formula_assets_tests.support.sparql_server import FakeWdqs  # noqa: E402
+from formula_assets_tests.support.sparql_server import FakeWdqs
 
 # The test modules that read the materialized smoke pipeline (the `materialized` fixture);
 # test_scheduling.py keeps the list complete.

@@ -128,6 +128,9 @@ class CeleryRunner:
     def plan(self, defs: dg.Definitions, frontier: Sequence[Entry]) -> list[Job]:
         return plan_jobs(defs, frontier, together=True)
 
+    def expect(self, defs: dg.Definitions, entries: Sequence[Entry]) -> None:
+        """Nothing to get ready: the workers are the deployment's, already running."""
+
     def run(
         self, defs: dg.Definitions, instance: dg.DagsterInstance, jobs: list[Job], echo: Print
     ) -> list[Job]:

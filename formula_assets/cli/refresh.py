@@ -191,6 +191,7 @@ def refresh(
     attempted: dict[Target, int] = {}
     said: set[tuple[Job, Builder]] = set()
     while entries := stale_entries(defs, instance):
+        runner.expect(defs, entries)
         frontier = _frontier(defs, entries)
         planned = runner.plan(defs, frontier)
         held = _held(defs, instance, planned)

@@ -108,6 +108,11 @@ class Runner(Protocol):
 
     def plan(self, defs: dg.Definitions, frontier: Sequence[Entry]) -> list[Job]: ...
 
+    def expect(self, defs: dg.Definitions, entries: Sequence[Entry]) -> None:
+        """Told everything stale or missing before each round: a runner may get ready for
+        the heavy steps ahead while the light ones above them run."""
+        ...
+
     def run(
         self, defs: dg.Definitions, instance: dg.DagsterInstance, jobs: list[Job], echo: Print
     ) -> list[Job]:

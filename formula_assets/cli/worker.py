@@ -18,7 +18,7 @@ import multiprocessing
 import os
 import queue as queues
 from collections.abc import Sequence
-from concurrent.futures import FIRST_EXCEPTION, ProcessPoolExecutor, wait
+from concurrent.futures import FIRST_EXCEPTION, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
@@ -57,6 +57,13 @@ def initialize(started: Any) -> None:
     _STARTED = started
 
 
+def warm() -> int:
+    """Import torch, which every heavy step needs (seconds), before a step asks for it."""
+    import torch  # noqa: F401
+
+    return os.getpid()
+
+
 def materialize_here(
     defs: dg.Definitions, instance: dg.DagsterInstance, job: Job, echo: Print
 ) -> bool:
@@ -89,6 +96,7 @@ class LocalRunner:
         self._entered = False
         self._pool: ProcessPoolExecutor | None = None
         self._started: Any = None
+        self.warming: list[Future] = []  # `expect`'s warm-up tasks, once it started the pool
 
     def __enter__(self) -> LocalRunner:
         self._entered = True
@@ -112,6 +120,21 @@ class LocalRunner:
                 self.workers, context, initializer=initialize, initargs=(self._started,)
             )
         return self._pool, self._started
+
+    def expect(self, defs: dg.Definitions, entries: Sequence[Entry]) -> None:
+        """With heavy steps ahead (two or more, as `run` sends to the pool), start the workers
+        now: each loads the definitions and imports torch (about 10 s on a slow 2-core CPU)
+        while this process builds the light steps above them. Entered runners only: the pool
+        must outlive this round."""
+        if not self._entered or self._pool is not None or self.workers < 2:
+            return
+        graph = defs.resolve_asset_graph()
+        heavy = [e for e in entries if asset_cost(graph.get(e.target.key).metadata) > 0]
+        if len(heavy) < 2:
+            return
+        pool, _ = self._workers()
+        # one task each: a spawned pool starts a process per task it cannot hand to an idle one
+        self.warming = [pool.submit(warm) for _ in range(self.workers)]
 
     def plan(self, defs: dg.Definitions, frontier: Sequence[Entry]) -> list[Job]:
         jobs = plan_jobs(defs, frontier)

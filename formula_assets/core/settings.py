@@ -320,8 +320,8 @@ class Settings:
     # -- models ---------------------------------------------------------------------------
     profile = Setting[str](
         PROFILE_ENV,
-        "training profile (`smoke`, `default`, `medium`, `large`, `paper`); its embedding model is the "
-        "default of embedding_model",
+        "training profile (`smoke`, `default`, `medium`, `large`, `paper`); its embedding model "
+        "is the default of embedding_model",
         DEFAULT_PROFILE,
         check=_profile,
         config="run config `profile` of fold_models",

@@ -122,6 +122,8 @@ class Recording:
             raise AssertionError(f"the refresh planned {self.max_plans} rounds and goes on")
         return LocalRunner(1).plan(defs, frontier)
 
+    def expect(self, defs: dg.Definitions, entries: Sequence[Entry]) -> None: ...
+
     def run(
         self, defs: dg.Definitions, instance: dg.DagsterInstance, jobs: list[Job], echo: Print
     ) -> list[Job]:

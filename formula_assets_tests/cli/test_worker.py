@@ -374,3 +374,30 @@ def test_a_pool_job_is_announced_before_it_runs_and_returns_its_outcome(
     assert list(started.queue) == [(os.getpid(), job), (os.getpid(), bad)]
     with dg.DagsterInstance.from_config(str(fresh_process)) as instance:
         assert sorted(run.tags[JOB_TAG] for run in instance.get_runs()) == ["announced", "failing"]
+
+
+def test_workers_start_early_only_for_heavy_steps_ahead(tmp_path, monkeypatch) -> None:
+    """Two or more heavy steps anywhere in what is stale start the pool at once (its workers
+    import torch while the light steps above run); fewer, an unentered runner (whose pool
+    ends with its round) or one worker start nothing."""
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path))
+    ensure_dagster_home()
+    light = Entry(Target(dg.AssetKey("cheap")), "MISSING", ())
+    one_heavy = [light, Entry(Target(dg.AssetKey("embedded")), "STALE", ())]
+    two_heavy = [*one_heavy, Entry(Target(dg.AssetKey("trained"), "2|slow"), "MISSING", ())]
+    unentered = LocalRunner(workers=2)
+    unentered.expect(DEFS, two_heavy)
+    assert unentered._pool is None and not unentered.warming
+    with LocalRunner(workers=1) as single:
+        single.expect(DEFS, two_heavy)
+        assert single._pool is None and not single.warming
+    with LocalRunner(workers=2) as runner:
+        runner.expect(DEFS, one_heavy)
+        assert runner._pool is None and not runner.warming
+        runner.expect(DEFS, two_heavy)
+        assert runner._pool is not None and len(runner.warming) == 2
+        pool = runner._pool
+        runner.expect(DEFS, two_heavy)  # once per refresh
+        assert runner._pool is pool and len(runner.warming) == 2
+        pids = {future.result(timeout=120) for future in runner.warming}
+        assert os.getpid() not in pids

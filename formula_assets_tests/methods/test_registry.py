@@ -5,8 +5,8 @@ import importlib
 
 import pytest
 
-from formula_assets.core.protocol import ENSEMBLE
 from formula_assets.core.profiles import PROFILES
+from formula_assets.core.protocol import ENSEMBLE
 from formula_assets.core.settings import EXTRA_METHODS_ENV, PROFILE_ENV
 from formula_assets.evaluation.lineup import Lineup
 from formula_assets.methods import registry
