@@ -1,8 +1,8 @@
 """Training profiles: how much compute the alignment models get, with fixed, recorded seeds.
 
 * `smoke`: seconds; for tests and demos. Proves the wiring, not the science.
-* `default`: within 8 minutes cold on any 2-core CPU measured (docs/performance.md): the
-  symbol lexicon beside the trained members over frozen vectors, no fine-tuned encoder.
+* `default`: the symbol lexicon beside the trained members over frozen vectors, no fine-tuned
+  encoder: half `medium`'s time on the slowest 2-core CPU measured (docs/performance.md).
 * `medium`: the default and the fine-tuned encoder (one epoch); beside the symbol lexicon,
   every trained member is trained for less than `large` trains it.
 * `large`: the strongest this CPU trains within 45 minutes cold: both packaged sentence
@@ -201,8 +201,8 @@ PROFILES: dict[str, Profile] = {
         ),
         bag_dual_cl=replace(_DEFAULT_BAG, out_dim=64, epochs=30, batch_size=32),
     ),
-    # within 8 minutes cold on the slowest 2-core CPU measured (an EPYC without AVX-512):
-    # `medium` without the fine-tuned encoder (half of its training CPU), the graph encoder
+    # for the slowest 2-core CPU measured (an EPYC without AVX-512: 8-10.5 minutes cold
+    # there): `medium` without the fine-tuned encoder (half of its training CPU), the graph encoder
     # 192 wide (mean validation MRR .4952 → .4978 for a quarter less of its training) and
     # sbert_dual_cl ≤ 20 epochs (.5525 → .5517 for a third less: docs/research-record.md)
     "default": Profile(

@@ -152,7 +152,20 @@ def test_type_checking_imports_do_not_count(copy: Path) -> None:
 @pytest.mark.parametrize(
     ("variable", "value", "expected"),
     [
-        ("FORMULA_ASSETS_PROFILE", "smoke", {"fold_models"}),
+        # the profile trains the models, and says which methods there are (the registry):
+        # what Table 2, the ensemble, the index and the audit score
+        (
+            "FORMULA_ASSETS_PROFILE",
+            "smoke",
+            {
+                "fold_models",
+                "retrieval_scores",
+                "ensemble_choices",
+                "significance_tests",
+                "search_index",
+                "annotation_audit",
+            },
+        ),
         (
             "FORMULA_ASSETS_EMBEDDING_MODEL",
             "/models/other",
