@@ -171,6 +171,12 @@ def test_a_frozen_layer_store_that_refuses_writes_is_told_in_the_run_log(
 ) -> None:
     """The fine-tuned encoder's fold trains without its store (an embedding cache with a file
     where `frozen_layers/` should be), and the run's log says the pass was not shared."""
+    from collections import OrderedDict
+
+    from formula_assets.training import sentence_encoder
+
+    # no pass kept in this process by an earlier test: the store is asked
+    monkeypatch.setattr(sentence_encoder, "_FROZEN", OrderedDict())
     c = small_corpus
     (tmp_path / "cache").mkdir()
     (tmp_path / "cache" / "frozen_layers").write_text("not a folder")
