@@ -82,6 +82,27 @@ def test_fold_model_partition_in_dagster(small_corpus) -> None:
     assert meta["training_curve"].value.startswith("![training curve](data:image/png;base64,")
 
 
+def refused_training(fixtures: list, partition_key: str, profile: str) -> str:
+    """Materialize one `fold_models` partition with a run-config profile that must be refused:
+    the step's failure message, after checking that no model was stored."""
+    base = f"memory://lake-{uuid.uuid4().hex}"
+    result = dg.materialize(
+        [*fixtures, cv_folds, fold_models],
+        resources={
+            "io_manager": DataLakeIOManager(base_path=base),
+            "model_io_manager": ModelIOManager(base_path=base),
+        },
+        partition_key=partition_key,
+        run_config=dg.RunConfig({"fold_models": {"config": {"profile": profile}}}),
+        raise_on_error=False,
+    )
+    assert not result.success
+    (failure,) = [e for e in result.all_events if e.event_type_value == "STEP_FAILURE"]
+    fold, method = partition_key.split("|")
+    assert not model_directory(UPath(base), int(fold), method).exists()
+    return failure.step_failure_data.error.message
+
+
 def test_a_profile_that_disagrees_with_the_embeddings_is_refused(small_corpus, monkeypatch) -> None:
     """`profile: paper` as run config on all-MiniLM vectors would train the paper's sizes and
     record "paper": refused before any training, naming the setting to change."""
@@ -94,23 +115,9 @@ def test_a_profile_that_disagrees_with_the_embeddings_is_refused(small_corpus, m
         semantic_embeddings=minilm,
         opt_text_embeddings=with_model(c.opt_text, "all-MiniLM-L6-v2", "x"),
     )
-    base = f"memory://lake-{uuid.uuid4().hex}"
-    result = dg.materialize(
-        [*fixtures, cv_folds, fold_models],
-        resources={
-            "io_manager": DataLakeIOManager(base_path=base),
-            "model_io_manager": ModelIOManager(base_path=base),
-        },
-        partition_key="2|sbert_dual_cl",
-        run_config=dg.RunConfig({"fold_models": {"config": {"profile": "paper"}}}),
-        raise_on_error=False,
-    )
-    assert not result.success
-    (failure,) = [e for e in result.all_events if e.event_type_value == "STEP_FAILURE"]
-    message = failure.step_failure_data.error.message
+    message = refused_training(fixtures, "2|sbert_dual_cl", "paper")
     assert "'paper' profile trains on sentence-transformers/all-mpnet-base-v2 vectors" in message
     assert "FORMULA_ASSETS_PROFILE=paper" in message
-    assert not model_directory(UPath(base), 2, "sbert_dual_cl").exists()
 
 
 def test_cv_folds_check(small_corpus) -> None:
@@ -208,20 +215,6 @@ def test_a_run_config_profile_that_leaves_the_method_out_is_refused(small_corpus
     here): a run-config profile that leaves the partition's method out trains nothing."""
     c = small_corpus
     fixtures = corpus_assets(c, wikidata_formulae=c.formulae)
-    base = f"memory://lake-{uuid.uuid4().hex}"
-    result = dg.materialize(
-        [*fixtures, cv_folds, fold_models],
-        resources={
-            "io_manager": DataLakeIOManager(base_path=base),
-            "model_io_manager": ModelIOManager(base_path=base),
-        },
-        partition_key="2|sbert_finetuned_cl",
-        run_config=dg.RunConfig({"fold_models": {"config": {"profile": "default"}}}),
-        raise_on_error=False,
-    )
-    assert not result.success
-    (failure,) = [e for e in result.all_events if e.event_type_value == "STEP_FAILURE"]
-    message = failure.step_failure_data.error.message
+    message = refused_training(fixtures, "2|sbert_finetuned_cl", "default")
     assert "the 'default' profile leaves out sbert_finetuned_cl" in message
     assert "FORMULA_ASSETS_PROFILE=default" in message
-    assert not model_directory(UPath(base), 2, "sbert_finetuned_cl").exists()
