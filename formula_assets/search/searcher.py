@@ -14,7 +14,6 @@ out (it lay in their test fold), so memorised answers are not mistaken for gener
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -42,6 +41,7 @@ from formula_assets.syntax.opt import build_opt_graphs, flatten
 
 if TYPE_CHECKING:
     from formula_assets.graphs.inputs import TokenTexts
+    from formula_assets.semantics.models import TextEmbedder
 
 
 class SearchError(RuntimeError):
@@ -149,7 +149,7 @@ class Searcher:
         self.model_name = self.index.summary.get("embedding_model")
         self.model_identity = self.index.summary.get("embedding_model_identity")
         self._models: dict[str, LoadedModel] = {}
-        self._embedder: Callable[[str], np.ndarray] | None = None
+        self._embedder: TextEmbedder | None = None
         self._sentences: dict[str, np.ndarray] = {}
 
     @property
@@ -224,10 +224,10 @@ class Searcher:
         if self._embedder is None:
             from formula_assets.semantics.models import (
                 EmbeddingModelError,
+                TextEmbedder,
                 downloaded,
                 resolve_model,
             )
-            from formula_assets.semantics.query import query_encoder
 
             try:
                 spec = resolve_model(
@@ -243,8 +243,8 @@ class Searcher:
                     f"{self.model_identity} (was it changed in place?); run `make run` "
                     "(formula-assets refresh) to rebuild the embeddings and the index"
                 )
-            self._embedder = query_encoder(spec, self.offline)
-        return self._embedder(text)
+            self._embedder = TextEmbedder(spec, offline=self.offline)
+        return self._embedder.encode([text])[0]
 
     def _structural_query(self, method: str, mathml: str) -> tuple[np.ndarray, np.ndarray]:
         """(query vector, candidate semantic vectors) for a formula query."""

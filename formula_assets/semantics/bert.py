@@ -1,12 +1,13 @@
 """A sentence-transformers BERT or MPNet folder (Transformer → mean pooling → normalise) run in
-plain torch, for a single query from a cold process, and as a trainable network.
+plain torch: the embedding assets' and a search's vectors, and a trainable network.
 
-Importing sentence-transformers (and with it transformers) takes seconds; a search encodes one
-short text. This reads the same files — `tokenizer.json` through `tokenizers`, the weights
-through safetensors — and computes the same vector (the tests hold it to the library's within
-float rounding). Any folder of another shape is refused with `Unsupported`, and the caller
-uses sentence-transformers instead. `BertEncoder` is that transformer as a torch module whose
-parameters are named as the folder's weights, so the fine-tuned encoder
+Importing sentence-transformers (and with it transformers) takes seconds in every process that
+embeds, the critical path of a cold build's embedding step and all of a search's start. This
+reads the same files — `tokenizer.json` through `tokenizers`, the weights through safetensors —
+and computes the same vectors (the tests hold them to the library's within float rounding,
+alone and in padded batches). Any folder of another shape is refused (`refusal`), and the
+caller uses sentence-transformers instead. `BertEncoder` is that transformer as a torch module
+whose parameters are named as the folder's weights, so the fine-tuned encoder
 (`training.sentence_encoder`) trains it and a search loads its weights without transformers.
 It also reads MPNet folders (all-mpnet-base-v2): the same post-LayerNorm layers under other
 names, no segment embeddings, positions counted from the padding id, and a relative-position
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -234,42 +236,75 @@ def folder_tokenizer(folder: Path, max_length: int | None = None):
     return tokenizer
 
 
-class BertSentenceEncoder:
-    """A sentence-transformers folder's vector of one text, as the library computes it; a
-    folder of any other shape is refused (`Unsupported`) when it is opened."""
-
-    def __init__(self, folder: Path) -> None:
+def refusal(folder: Path) -> str | None:
+    """Why the plain encoder cannot compute the folder's sentence vectors as the library does
+    (None: it can), read from the folder's small files alone."""
+    try:
         modules = _json(folder / "modules.json")
         types = [m.get("type") for m in modules]
         if types not in ([TRANSFORMER, POOLING], [TRANSFORMER, POOLING, NORMALIZE]):
-            raise Unsupported(f"modules {types}")
+            return f"modules {types}"
         if modules[0].get("path"):
-            raise Unsupported("the transformer lives in a subfolder")
-        self.normalise = NORMALIZE in types
+            return "the transformer lives in a subfolder"
         pooling = _json(folder / modules[1]["path"] / "config.json")
         modes = {k for k, v in pooling.items() if k.startswith("pooling_mode") and v}
         if modes != {"pooling_mode_mean_tokens"}:
-            raise Unsupported(f"pooling {sorted(modes)}")
+            return f"pooling {sorted(modes)}"
         config = _json(folder / "config.json")
         architecture = config.get("model_type")
         if architecture not in ARCHITECTURES or config.get("hidden_act", "gelu") != "gelu":
-            raise Unsupported(f"model {architecture}, {config.get('hidden_act')}")
+            return f"model {architecture}, {config.get('hidden_act')}"
         if config.get("position_embedding_type", "absolute") != "absolute":
-            raise Unsupported("relative position embeddings")  # BERT's own; MPNet has a bias
-        settings = _json(folder / "sentence_bert_config.json")
-        if settings.get("do_lower_case"):
-            raise Unsupported("lower-casing outside the tokenizer")
-        weights_file = folder / "model.safetensors"
-        if not weights_file.exists() or not (folder / "tokenizer.json").exists():
-            raise Unsupported("no model.safetensors or tokenizer.json")
+            return "relative position embeddings"  # BERT's own; MPNet has a bias
+        if _json(folder / "sentence_bert_config.json").get("do_lower_case"):
+            return "lower-casing outside the tokenizer"
+    except Unsupported as exc:
+        return str(exc)
+    if not (folder / "model.safetensors").exists() or not (folder / "tokenizer.json").exists():
+        return "no model.safetensors or tokenizer.json"
+    return None
+
+
+def width(folder: Path) -> int:
+    """The vector width of a folder the plain encoder reads (its config's hidden size)."""
+    return int(_json(folder / "config.json")["hidden_size"])
+
+
+class BertSentenceEncoder:
+    """A sentence-transformers folder's vectors, as the library computes them; a folder of any
+    other shape is refused (`Unsupported`) when it is opened. On `device` (default: CUDA when
+    present, else the CPU)."""
+
+    def __init__(self, folder: Path, device: str | None = None) -> None:
+        reason = refusal(folder)
+        if reason is not None:
+            raise Unsupported(reason)
+        modules = _json(folder / "modules.json")
+        self.normalise = NORMALIZE in {m.get("type") for m in modules}
+        self.device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
         self.tokenizer = folder_tokenizer(folder)
-        self.encoder = load_encoder(folder).eval()
+        self.encoder = load_encoder(folder).eval().to(self.device)
+
+    def tokens(self, text: str) -> list[int]:
+        return self.tokenizer.encode(text).ids
 
     @torch.no_grad()
-    def encode(self, text: str) -> np.ndarray:
-        ids = torch.tensor([self.tokenizer.encode(text).ids])
-        mask = torch.ones_like(ids, dtype=torch.bool)
-        vector = self.encoder.run_layers(self.encoder.embed(ids), mask)[0].mean(dim=0)
+    def encode_ids(self, rows: Sequence[Sequence[int]]) -> np.ndarray:
+        """One float32 vector per row of token ids: padded on the right into one batch, the
+        padding kept out of attention and of the mean."""
+        longest = max(len(row) for row in rows)
+        ids = torch.zeros(len(rows), longest, dtype=torch.long)
+        mask = torch.zeros(len(rows), longest, dtype=torch.bool)
+        for i, row in enumerate(rows):
+            ids[i, : len(row)] = torch.tensor(row, dtype=torch.long)
+            mask[i, : len(row)] = True
+        ids, mask = ids.to(self.device), mask.to(self.device)
+        states = self.encoder.run_layers(self.encoder.embed(ids), mask)
+        weights = mask.unsqueeze(-1).to(states.dtype)
+        vectors = (states * weights).sum(dim=1) / weights.sum(dim=1).clamp(min=1e-9)
         if self.normalise:
-            vector = vector / vector.norm().clamp(min=1e-12)
-        return vector.numpy().astype(np.float32)
+            vectors = F.normalize(vectors, p=2, dim=1)
+        return vectors.cpu().numpy().astype(np.float32, copy=False)
+
+    def encode(self, text: str) -> np.ndarray:
+        return self.encode_ids([self.tokens(text)])[0]

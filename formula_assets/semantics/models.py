@@ -13,6 +13,9 @@ head over both reads what either knows (see docs/research-record.md).
 A model is identified by its files' content (`identity`), not by its name or folder: the
 embedding cache is keyed by it and the `sentence_model` source asset observes it, so a model
 saved over the same files is a new model to both.
+
+A BERT or MPNet folder on disk is run in plain torch (`semantics.bert`), any other model by
+sentence-transformers: `TextEmbedder` chooses, and everything that embeds goes through it.
 """
 
 from __future__ import annotations
@@ -39,6 +42,8 @@ from formula_assets.semantics.packaged import (
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
+
+    from formula_assets.semantics.bert import BertSentenceEncoder
 
 # The configured model changes every vector: its name enters the code version (see versioning);
 # its files' content is the data version of the `sentence_model` source asset.
@@ -246,10 +251,17 @@ def load_model(
         ) from None
 
 
+LIBRARY = "sentence-transformers"  # an embedder's engine: the library, or
+TORCH = "torch"  # the plain-torch encoder of `semantics.bert` (no import of the library)
+
+
 class TextEmbedder:
     """Batch encoding with progress; the model loads on first use and once per process.
 
-    A concatenation's vector is each part's, L2-normalised, side by side."""
+    A BERT or MPNet folder on disk runs in plain torch (`semantics.bert`: the same vectors
+    without importing sentence-transformers, seconds in each embedding process); any other
+    model, or every model when `library` is set, through sentence-transformers. A
+    concatenation's vector is each part's, L2-normalised, side by side."""
 
     def __init__(
         self,
@@ -257,13 +269,35 @@ class TextEmbedder:
         device: str | None = None,
         batch_size: int = DEFAULT_BATCH_SIZE,
         offline: bool = False,
+        library: bool = False,
     ) -> None:
         self.spec = spec
         self.device = device
         self.batch_size = batch_size
         self.offline = offline
         self._model: SentenceTransformer | None = None
-        self._parts = [TextEmbedder(part, device, batch_size, offline) for part in spec.parts]
+        self._plain: BertSentenceEncoder | None = None
+        self._parts = [
+            TextEmbedder(part, device, batch_size, offline, library) for part in spec.parts
+        ]
+        self._engine = LIBRARY if library or not spec.local or spec.parts else _engine(spec)
+
+    @property
+    def engine(self) -> str:
+        """What computes the vectors: `torch` or `sentence-transformers` (each part's, joined
+        by `+`, for a concatenation)."""
+        if self._parts:
+            return MODEL_SEPARATOR.join(part.engine for part in self._parts)
+        return self._engine
+
+    @property
+    def cache_identity(self) -> str:
+        """The embedding cache's key: the files' content, and the engine where it is not the
+        library (whose vectors the cache held before), since a vector's last bits are the
+        engine's."""
+        if set(self.engine.split(MODEL_SEPARATOR)) == {LIBRARY}:
+            return self.spec.identity
+        return f"{self.spec.identity}-{self.engine}"
 
     @property
     def model(self) -> SentenceTransformer:
@@ -272,9 +306,19 @@ class TextEmbedder:
         return self._model
 
     @property
+    def plain(self) -> BertSentenceEncoder:
+        if self._plain is None:
+            self._plain = _cached_plain(self.spec, self.device)
+        return self._plain
+
+    @property
     def dimension(self) -> int:
         if self._parts:
             return sum(part.dimension for part in self._parts)
+        if self._engine == TORCH:
+            from formula_assets.semantics.bert import width
+
+            return width(Path(self.spec.location))
         model = self.model
         getter = getattr(model, "get_embedding_dimension", None) or (
             model.get_sentence_embedding_dimension
@@ -287,6 +331,8 @@ class TextEmbedder:
             return np.zeros((0, self.dimension), dtype=np.float32)
         if self._parts:
             return self._concatenated(texts, progress)
+        if self._engine == TORCH:
+            return self._plain_batches(texts, progress)
         # Sorting by length keeps padding small inside a batch; rows go back in input order.
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         out = np.empty((len(texts), self.dimension), dtype=np.float32)
@@ -305,6 +351,19 @@ class TextEmbedder:
                 progress(done, len(texts))
         return out
 
+    def _plain_batches(self, texts: Sequence[str], progress: Progress | None) -> np.ndarray:
+        """Batches of texts of about the same number of tokens, so little is padding."""
+        encoder = self.plain
+        rows = [encoder.tokens(text) for text in texts]
+        order = sorted(range(len(texts)), key=lambda i: len(rows[i]))
+        out = np.empty((len(texts), self.dimension), dtype=np.float32)
+        for start in range(0, len(order), self.batch_size):
+            batch = order[start : start + self.batch_size]
+            out[batch] = encoder.encode_ids([rows[i] for i in batch])
+            if progress is not None:
+                progress(start + len(batch), len(texts))
+        return out
+
     def _concatenated(self, texts: Sequence[str], progress: Progress | None) -> np.ndarray:
         blocks = []
         for i, part in enumerate(self._parts):
@@ -316,6 +375,13 @@ class TextEmbedder:
 
             blocks.append(part.encode(texts, report))
         return side_by_side(blocks)
+
+
+def _engine(spec: ModelSpec) -> str:
+    """The plain-torch encoder where it reads the folder, else the library."""
+    from formula_assets.semantics.bert import refusal
+
+    return TORCH if refusal(Path(spec.location)) is None else LIBRARY
 
 
 def side_by_side(blocks: Sequence[np.ndarray]) -> np.ndarray:
@@ -341,6 +407,18 @@ def _cached_model(spec: ModelSpec, device: str | None, offline: bool) -> Sentenc
     if key not in _MODELS:
         _MODELS[key] = load_model(spec, device, offline)
     return _MODELS[key]
+
+
+_PLAIN: dict[tuple[str, str, str | None], BertSentenceEncoder] = {}
+
+
+def _cached_plain(spec: ModelSpec, device: str | None) -> BertSentenceEncoder:
+    from formula_assets.semantics.bert import BertSentenceEncoder
+
+    key = _model_key(spec, device)
+    if key not in _PLAIN:
+        _PLAIN[key] = BertSentenceEncoder(Path(spec.location), device)
+    return _PLAIN[key]
 
 
 class ProgressLog:

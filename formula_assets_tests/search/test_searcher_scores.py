@@ -269,12 +269,13 @@ def test_a_sentence_model_other_than_the_indexs_is_refused(lake, tmp_path) -> No
 def test_a_text_is_encoded_once_per_searcher(lake, encoder) -> None:
     searcher = Searcher(lake, method=FROZEN)
     first = searcher.text_to_formulae("energy", top=5)
-    calls = []
-    encode = searcher._embedder
-    searcher._embedder = lambda text: calls.append(text) or encode(text)
+    calls: list[list[str]] = []
+    embedder = searcher._embedder
+    encode = embedder.encode
+    embedder.encode = lambda texts: calls.append(list(texts)) or encode(texts)
     assert searcher.text_to_formulae("energy", top=5) == first and calls == []
     searcher.text_to_formulae("mass", top=5)
-    assert calls == ["mass"]
+    assert calls == [["mass"]]
 
 
 def test_the_default_is_the_top_ten(lake) -> None:
@@ -294,7 +295,9 @@ def test_a_searcher_reads_only_its_methods_rows_and_may_ask_the_hub(lake) -> Non
 def test_one_local_bert_folder_is_run_in_plain_torch(lake) -> None:
     searcher = Searcher(lake, method=FROZEN)
     searcher.text_to_formulae("energy")
-    assert isinstance(searcher._embedder.__self__, BertSentenceEncoder)
+    embedder = searcher._embedder
+    assert embedder.engine == "torch" and embedder._model is None  # the library never loaded
+    assert isinstance(embedder._plain, BertSentenceEncoder)
 
 
 @pytest.fixture(scope="module")

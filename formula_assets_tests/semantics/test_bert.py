@@ -1,5 +1,5 @@
-"""The plain-torch BERT (or MPNet) sentence encoder used by search: the library's vectors, or
-a refusal."""
+"""The plain-torch BERT (or MPNet) sentence encoder of the embedding assets and the search:
+the library's vectors, alone and in padded batches, or a refusal."""
 
 import json
 import shutil
@@ -22,7 +22,7 @@ TEXTS = [
 
 @pytest.fixture(scope="module")
 def embedder() -> TextEmbedder:
-    return TextEmbedder(resolve_model(None, "the default"))
+    return TextEmbedder(resolve_model(None, "the default"), library=True)
 
 
 @pytest.fixture(scope="module")
@@ -36,6 +36,17 @@ def test_vectors_equal_sentence_transformers(encoder, embedder: TextEmbedder) ->
         got = encoder.encode(text)
         assert got.dtype == np.float32 and got.shape == row.shape
         assert np.abs(got - row).max() < 1e-5, text[:30]
+
+
+def test_a_padded_batch_gives_the_librarys_vectors(encoder, embedder: TextEmbedder) -> None:
+    """Texts of 3 to 256 tokens in one batch, padded to the longest: each row is the library's
+    vector of that text (the padding is in neither the attention nor the mean)."""
+    expected = embedder.encode(TEXTS)
+    rows = [encoder.tokens(t) for t in TEXTS]
+    assert len({len(r) for r in rows}) == len(rows)  # every row padded but the longest
+    got = encoder.encode_ids(rows)
+    assert got.dtype == np.float32 and got.shape == expected.shape
+    np.testing.assert_allclose(got, expected, atol=1e-5)
 
 
 def folder_like_default(tmp_path: Path) -> Path:

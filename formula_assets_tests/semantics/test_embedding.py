@@ -167,8 +167,8 @@ def test_with_the_width_known_cached_texts_never_load_the_model(
     first, _ = embed_texts(["mass", "energy"], embedder, cache)
     fresh = TextEmbedder(embedder.spec, batch_size=4)  # nothing loaded yet
     again, stats = embed_texts(["energy", "mass"], fresh, cache, dimension=384)
-    assert stats.cached == 2 and fresh._model is None
+    assert stats.cached == 2 and fresh._plain is None and fresh._model is None
     assert np.array_equal(again, first[::-1])
     more, stats = embed_texts(["mass", "momentum"], fresh, cache, dimension=384)
-    assert stats.embedded == 1 and fresh._model is not None  # a new text loads it
+    assert stats.embedded == 1 and fresh._plain is not None  # a new text loads it
     assert np.array_equal(more[0], first[0])

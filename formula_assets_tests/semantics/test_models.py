@@ -298,7 +298,7 @@ def test_loading_and_encoding_draw_no_progress_bars(tiny, capfd) -> None:
     transformers_logging.enable_progress_bar()  # as a fresh process has it
     capfd.readouterr()
     model = load_model(_local(tiny), device="cpu")
-    embedder = TextEmbedder(_local(tiny), device="cpu")
+    embedder = TextEmbedder(_local(tiny), device="cpu", library=True)
     embedder._model = model
     embedder.encode(["kinetic energy", "force"])
     assert "%|" not in capfd.readouterr().err
@@ -341,77 +341,96 @@ def test_short_and_zero_parts_are_scaled_to_unit_length_or_left_zero(tiny, tmp_p
     assert np.array_equal(matrix[:, 8:], np.zeros((2, 8), np.float32))
 
 
-# ------------------------------------------------------------- one query's vector (search)
+# ------------------------------------------- the engine: plain torch where it reads the folder
 
-QUERIES = ["kinetic energy", "E = m c^2", ""]
+QUERIES = ["kinetic energy", "E = m c^2", "", "the potential energy of a body " * 3]
 
 
-def test_a_query_is_encoded_as_the_library_encodes_it_joined_parts_too(tiny, tmp_path) -> None:
-    """The plain-torch path (a BERT and an MPNet folder side by side, as `large`'s two models),
-    and the library's for a folder it refuses (the [CLS] token's vector, not the mean): each
-    gives the embedding's own vectors."""
-    from formula_assets.semantics.query import query_encoder
-
+def test_the_plain_engine_gives_the_librarys_vectors_joined_parts_and_refusals_too(
+    tiny, tmp_path
+) -> None:
+    """The plain-torch engine (a BERT and an MPNet folder side by side, as `large`'s two
+    models), in one padded batch and one text at a time, and the library's for a folder it
+    refuses (the [CLS] token's vector, not the mean): each gives the library's vectors."""
     mpnet = tiny_sentence_model(tmp_path / "mpnet", seed=3, architecture="mpnet")
     refused = Path(shutil.copytree(tiny, tmp_path / "refused"))
     pooling = refused / "1_Pooling" / "config.json"
     modes = {"pooling_mode_mean_tokens": False, "pooling_mode_cls_token": True}
     pooling.write_text(json.dumps({**json.loads(pooling.read_text()), **modes}))
-    for name in (f"{DEFAULT_EMBEDDING_MODEL}+{mpnet}", str(mpnet), f"{refused}+{mpnet}"):
+    for name, engine in (
+        (f"{DEFAULT_EMBEDDING_MODEL}+{mpnet}", "torch+torch"),
+        (str(mpnet), "torch"),
+        (f"{refused}+{mpnet}", "sentence-transformers+torch"),
+    ):
         spec = resolve_model(name, "a test")
-        expected = TextEmbedder(spec, device="cpu").encode(QUERIES)
-        encode = query_encoder(spec, offline=True)
-        got = np.stack([encode(q) for q in QUERIES])
-        assert got.dtype == np.float32
-        np.testing.assert_allclose(got, expected, atol=1e-5, err_msg=name)
+        expected = TextEmbedder(spec, device="cpu", library=True).encode(QUERIES)
+        embedder = TextEmbedder(spec, device="cpu")
+        assert embedder.engine == engine
+        batch = embedder.encode(QUERIES)
+        alone = np.stack([embedder.encode([q])[0] for q in QUERIES])
+        assert batch.dtype == alone.dtype == np.float32
+        np.testing.assert_allclose(batch, expected, atol=1e-5, err_msg=name)
+        np.testing.assert_allclose(alone, expected, atol=1e-5, err_msg=name)
 
 
-def test_a_query_of_bert_and_mpnet_folders_imports_no_sentence_transformers(tmp_path) -> None:
-    """What the plain path is for: a cold search process never imports the library."""
+def test_the_cache_tells_the_engines_apart(tiny) -> None:
+    """A vector's last bits are its engine's: the library's keep the key the cache had before
+    the plain engine, the plain engine's get their own."""
+    spec = _local(tiny)
+    assert TextEmbedder(spec, library=True).cache_identity == spec.identity
+    assert TextEmbedder(spec).cache_identity == f"{spec.identity}-torch"
+    joined = resolve_model(f"{tiny}+{tiny}", "a test")
+    assert TextEmbedder(joined).cache_identity == f"{joined.identity}-torch+torch"
+
+
+def test_bert_and_mpnet_folders_import_no_sentence_transformers(tmp_path) -> None:
+    """What the plain engine is for: a process that embeds (an embedding step, a cold search)
+    never imports the library."""
     import subprocess
     import sys
 
     mpnet = tiny_sentence_model(tmp_path / "mpnet", architecture="mpnet")
     probe = (
         "import sys\n"
-        "from formula_assets.semantics.models import resolve_model\n"
-        "from formula_assets.semantics.query import query_encoder\n"
+        "from formula_assets.semantics.models import TextEmbedder, resolve_model\n"
         f"spec = resolve_model('{DEFAULT_EMBEDDING_MODEL}+{mpnet}', 'a test')\n"
-        "print(query_encoder(spec, offline=True)('kinetic energy').shape)\n"
+        "print(TextEmbedder(spec, offline=True).encode(['kinetic energy', 'force']).shape)\n"
         "print(sorted({m.split('.')[0] for m in sys.modules} & "
         "{'sentence_transformers', 'transformers'}))\n"
     )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
-    assert out.stdout.split() == ["(392,)", "[]"]
+    assert out.stdout.split() == ["(2,", "392)", "[]"]
 
 
 def test_bert_and_mpnet_folders_never_reach_the_library(tmp_path, monkeypatch) -> None:
-    """The same promise in this process, where a changed `query_encoder` is seen too: alone or
+    """The same promise in this process, where a changed engine choice is seen too: alone or
     joined, folders the plain encoder reads are never handed to sentence-transformers."""
-    from formula_assets.semantics import query
+    import formula_assets.semantics.models as models
 
     def library(*args: object, **kwargs: object) -> None:
         raise AssertionError("sentence-transformers was used")
 
-    monkeypatch.setattr(query, "TextEmbedder", library)
+    monkeypatch.setattr(models, "load_model", library)
     mpnet = tiny_sentence_model(tmp_path / "mpnet", architecture="mpnet")
     for name, width in (
         (DEFAULT_EMBEDDING_MODEL, 384),
         (str(mpnet), 8),
         (f"{DEFAULT_EMBEDDING_MODEL}+{mpnet}", 392),
     ):
-        vector = query.query_encoder(resolve_model(name, "a test"), offline=True)("kinetic energy")
-        assert vector.shape == (width,) and np.isfinite(vector).all(), name
+        embedder = TextEmbedder(resolve_model(name, "a test"), device="cpu")
+        vectors = embedder.encode(["kinetic energy", "force"])
+        assert vectors.shape == (2, width) and np.isfinite(vectors).all(), name
+        assert embedder.dimension == width
 
 
 def test_a_hub_model_not_downloaded_is_left_to_the_library() -> None:
-    from formula_assets.semantics.query import query_encoder
-
     spec = resolve_model("someone/not-downloaded", "a test")
     assert not spec.local
+    embedder = TextEmbedder(spec, offline=True)
+    assert embedder.engine == "sentence-transformers"
     with pytest.raises(EmbeddingModelError):
-        query_encoder(spec, offline=True)("x")
+        embedder.encode(["x"])
 
 
 # ---------------------------------------------------------------- all-mpnet-base-v2's parts

@@ -61,4 +61,4 @@ class SentenceEmbedderResource(dg.ConfigurableResource):
         root = self.cache_path
         if root is None:
             root = Settings.from_environment().embedding_cache
-        return EmbeddingCache(root, embedder.spec.identity, table, warn) if root else None
+        return EmbeddingCache(root, embedder.cache_identity, table, warn) if root else None
