@@ -18,6 +18,7 @@ STEPS: list[list[str]] = [
     ["probe"],
     ["parse"],
     ["embedding"],
+    ["engines"],
     ["growth", "--scales", "1", "10", "100", "--embed-scales", "1", "10"],
     ["sampling"],
     ["bm25"],
