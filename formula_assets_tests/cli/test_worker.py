@@ -396,8 +396,8 @@ def test_workers_start_early_only_for_heavy_steps_ahead(tmp_path, monkeypatch) -
         assert runner._pool is None and not runner.warming
         runner.expect(DEFS, two_heavy)
         assert runner._pool is not None and len(runner.warming) == 2
-        pool = runner._pool
-        runner.expect(DEFS, two_heavy)  # once per refresh
-        assert runner._pool is pool and len(runner.warming) == 2
+        pool, warming = runner._pool, list(runner.warming)
+        runner.expect(DEFS, two_heavy)  # once per refresh: no second pool, no more warm-ups
+        assert runner._pool is pool and runner.warming == warming
         pids = {future.result(timeout=120) for future in runner.warming}
         assert os.getpid() not in pids
