@@ -36,10 +36,14 @@ class Unsupported(ValueError):
 
 
 def _json(path: Path) -> dict:
+    """A folder's JSON file; missing or unreadable, the folder is the library's to judge (it
+    says what is wrong with it in one error)."""
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise Unsupported(f"{path.name} is missing") from None
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        raise Unsupported(f"{path.name} is not JSON") from None
 
 
 ARCHITECTURES = ("bert", "mpnet")  # config.json's model_type; BERT where it names none

@@ -191,6 +191,16 @@ def test_a_folder_that_does_not_load_names_the_model_and_the_folder(tmp_path) ->
     assert "the setting" in str(raised.value) and raised.value.__cause__ is None
 
 
+def test_a_folder_whose_modules_are_not_json_is_the_librarys_clear_error(tmp_path) -> None:
+    """The engine choice reads the folder's small files; one it cannot parse goes to the
+    library, whose load error names the model and the folder (not a JSON traceback)."""
+    folder = _folder(tmp_path / "broken", "modules.json", "not json")
+    embedder = TextEmbedder(resolve_model(str(folder), "the setting"), device="cpu")
+    assert embedder.engine == "sentence-transformers"
+    with pytest.raises(EmbeddingModelError, match=r"did not load from .*broken"):
+        embedder.encode(["x"])
+
+
 def test_a_hub_id_in_the_local_cache_is_its_snapshot_folder(tmp_path, monkeypatch) -> None:
     """The Hugging Face cache's layout (refs/main → snapshots/<commit>), no network: a hub id
     found there is that folder, identified by its files; a bare name is looked up under
