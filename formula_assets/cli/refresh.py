@@ -88,18 +88,18 @@ def _failure(result: dg.ExecuteInProcessResult) -> str:
 
 
 def observe_sentence_model(defs: dg.Definitions, instance: dg.DagsterInstance, echo: Print) -> None:
-    """Hash the sentence model's files; a new hash makes exactly the embedding assets stale.
+    """Hash the sentence models' files; a new hash makes the assets that read them stale.
 
     The hash is compared first: an observation run costs more than a second of event writes,
     so one is recorded only when the files changed (or were never observed)."""
-    from formula_assets.defs.semantics.sentence_model import configured_model
+    from formula_assets.defs.semantics.sentence_model import current_version
     from formula_assets.semantics.models import EmbeddingModelError
 
     if not defs.resolve_asset_graph().has(MODEL_KEY):
         return
     before = _observed_version(instance, MODEL_KEY)
     try:
-        if configured_model().identity == before:
+        if current_version() == before:
             return
     except (EmbeddingModelError, OSError) as exc:  # not there, or a file it cannot read
         raise RefreshError(f"the sentence model cannot be identified: {exc}") from None

@@ -15,8 +15,8 @@ Its hooks:
   (BM25) returns None and scores with `scorers`.
 * search — `formula_vector(query, model)` / `text_vector(query, model)`: a query encoded into
   that space, as `space` has the corpus.
-* training — `settings`, `prepare` / `inputs` / `semantic_inputs`, `network` (see
-  `TrainedMethod`); the loop
+* training — `settings`, `base_models`, `prepare` / `inputs` / `semantic_inputs`, `network`
+  (see `TrainedMethod`); the loop
   itself is `training.fold.train_fold`, the same for every method.
 
 Heavy libraries (torch, BM25) are imported where they are used: the registry lists every
@@ -137,6 +137,12 @@ class TrainedMethod(Method):
     def settings(self, profile: Profile) -> MethodSettings:
         """Its sizes and schedule in a training profile."""
         return profile.settings(self.name)
+
+    def base_models(self, profile: Profile) -> list[str]:
+        """The pretrained models it starts from besides the embedding model's vectors (names
+        as `embedding_model` takes them): `sentence_model` observes their files, so lineage
+        sees one changed in place. None by default."""
+        return []
 
     def prepare(
         self, data: AlignmentData, rows: FoldRows, description: ModelDescription, device: str

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     import numpy as np
     import torch
 
+    from formula_assets.core.profiles import Profile
     from formula_assets.training.artifacts import ModelDescription
     from formula_assets.training.data import AlignmentData
     from formula_assets.training.inputs import FoldRows, Inputs, Prepared
@@ -96,6 +97,10 @@ class FineTunedSentenceEncoder(TrainedMethod):
     ensemble_member = True
     # one fold of the default profile against sbert_dual_cl's (see docs/training.md)
     training_cost = 6.0
+
+    def base_models(self, profile: Profile) -> list[str]:
+        """Each run's base model (the packaged default: its name)."""
+        return [name or DEFAULT_EMBEDDING_MODEL for name, _ in self.settings(profile).base_models()]
 
     def parts(self, description: ModelDescription) -> list[ModelDescription]:
         """One description per base model, each with its own frozen layers and identity (one

@@ -4,6 +4,7 @@ embedding assets stale, `refresh` rebuilds them with new vectors, and the automa
 them. Real assets, a real copy of all-MiniLM-L6-v2 edited in place, the CLI's own staleness
 resolver and refresh loop, in process."""
 
+from dataclasses import replace
 from pathlib import Path
 
 import dagster as dg
@@ -15,6 +16,7 @@ import pytest
 from formula_assets.cli.refresh import RefreshError, observe_sentence_model, refresh
 from formula_assets.cli.stale import stale_entries
 from formula_assets.core.arrow import vectors as matrix
+from formula_assets.core.profiles import PROFILES
 from formula_assets.defs.automation import automation_sensor
 from formula_assets.defs.conventions import with_conventions
 from formula_assets.defs.io_managers import DataLakeIOManager
@@ -33,6 +35,8 @@ from formula_assets.defs.semantics.sentence_model import (
 )
 from formula_assets.defs.semantics.sentence_model import sentence_model
 from formula_assets.ingest.records import Concept, FormulaRecord, records_to_table
+from formula_assets.semantics.identity import folder_hash, joined_identity
+from formula_assets.semantics.models import packaged_default_path
 from formula_assets.syntax.opt import build_opt_graphs
 from formula_assets_tests.support.models import copy_model, fine_tune_in_place
 
@@ -150,10 +154,14 @@ def test_a_model_changed_in_place_makes_exactly_its_dependents_stale(
     for name in EMBEDDINGS:
         assert before[name].shape == after[name].shape
         assert not np.allclose(before[name], after[name], atol=1e-3), name
-    new_version = observed(instance)
-    assert {identity_of(instance, name) for name in EMBEDDINGS} == {new_version}
+    (new_identity,) = {identity_of(instance, name) for name in EMBEDDINGS}
+    assert new_identity == folder_hash(model).digest
+    # the smoke profile fine-tunes the packaged model, no longer the embedding model: its
+    # identity joins the observed version (fold_models reads both)
+    packaged = folder_hash(packaged_default_path()).digest
+    assert observed(instance) == joined_identity([new_identity, packaged])
     cache_keys = {p.name for p in (tmp_path / "cache").iterdir()}
-    assert cache_keys == {f"{version}-torch", f"{new_version}-torch"}  # the plain engine's
+    assert cache_keys == {f"{version}-torch", f"{new_identity}-torch"}  # the plain engine's
 
 
 def test_the_automation_observes_the_model_and_requests_its_dependents(
@@ -196,3 +204,65 @@ def test_a_model_that_is_not_there_stops_the_refresh_at_once(
     message = str(raised.value)
     assert "FORMULA_ASSETS_EMBEDDING_MODEL" in message and "does not exist" in message
     assert not (tmp_path / "lake").exists()  # nothing was built on a model that is not there
+
+
+def fine_tuning_from(base: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A profile (smoke's) whose fine-tuned encoder starts from the local folder `base`."""
+    smoke = PROFILES["smoke"]
+    finetuned = replace(smoke.sbert_finetuned_cl, base_model=str(base))
+    monkeypatch.setitem(
+        PROFILES, "custom", replace(smoke, name="custom", sbert_finetuned_cl=finetuned)
+    )
+    monkeypatch.setenv("FORMULA_ASSETS_PROFILE", "custom")
+
+
+def test_a_base_model_of_its_own_is_observed_beside_the_embedding_model(
+    tmp_path: Path, instance: dg.DagsterInstance, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A local base model of the fine-tuned encoder, changed in place, is a new version of
+    `sentence_model` (which `fold_models` reads: test_definitions checks the edge); the
+    embedding assets re-run from their cache with the same vectors."""
+    base = copy_model(tmp_path / "base")
+    fine_tuning_from(base, monkeypatch)
+    defs = definitions(tmp_path)
+    lines: list[str] = []
+    refresh(defs, instance, lines.append, workers=1)
+    version = observed(instance)
+    # a copy of the packaged model is the embedding model by content: nothing joins
+    assert version == identity_of(instance, "semantic_embeddings")
+    before = vectors(tmp_path)
+
+    fine_tune_in_place(base)
+    observe_sentence_model(defs, instance, lines.append)
+    joined = joined_identity([version, folder_hash(base).digest])
+    assert observed(instance) == joined
+    record = instance.fetch_observations(dg.AssetKey("sentence_model"), limit=1).records[0]
+    listed = record.asset_observation.metadata["base_models"].value
+    assert [entry["location"] for entry in listed] == [str(base.resolve())]
+    assert set(stale(defs, instance)) == EMBEDDINGS
+
+    rebuilt = refresh(defs, instance, lines.append, workers=1)
+    assert set(rebuilt.ran) == EMBEDDINGS
+    assert {identity_of(instance, name) for name in EMBEDDINGS} == {version}
+    after = vectors(tmp_path)
+    assert all(np.array_equal(before[name], after[name]) for name in EMBEDDINGS)
+    # unchanged files: no second observation, nothing rebuilt
+    assert refresh(defs, instance, lines.append, workers=1).ran == []
+    assert len(instance.fetch_observations(dg.AssetKey("sentence_model"), limit=5).records) == 2
+
+    fine_tune_in_place(base, scale=0.1)
+    observe_sentence_model(defs, instance, lines.append)
+    assert observed(instance) not in (version, joined)
+
+
+def test_a_base_model_that_is_not_there_stops_the_refresh_at_once(
+    tmp_path: Path, instance: dg.DagsterInstance, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fine_tuning_from(tmp_path / "nowhere", monkeypatch)
+    defs = definitions(tmp_path)
+    with pytest.raises(RefreshError) as raised:
+        refresh(defs, instance, lambda _line: None, workers=1)
+    message = str(raised.value)
+    assert "'custom' profile's sbert_finetuned_cl base model" in message, message
+    assert "does not exist" in message
+    assert not (tmp_path / "lake").exists()

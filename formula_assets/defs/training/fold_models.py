@@ -22,6 +22,9 @@ from formula_assets.core.versioning import code_version
 from formula_assets.defs import metadata
 from formula_assets.methods import registry
 
+# the observable source of the sentence models' identity (by name: importing its module would
+# put the embedding code into this asset's code version)
+SENTENCE_MODEL = "sentence_model"
 FOLD_MODEL_PARTITIONS = dg.MultiPartitionsDefinition(
     {
         "fold": dg.StaticPartitionsDefinition([str(f) for f in FOLDS]),
@@ -44,6 +47,9 @@ class TrainingConfig(dg.Config):
     io_manager_key="model_io_manager",
     kinds={"pytorch", "safetensors"},
     pool="training",
+    # the pretrained models a method starts from (the fine-tuned encoder's base models) are
+    # read here, not only through the embeddings: their observed files are an input
+    deps=[SENTENCE_MODEL],
     # a partition costs what its method says one fold's training costs (the registry's)
     metadata=metadata.step_cost(
         1.0, partitions={m.name: m.training_cost for m in registry.methods() if m.trained}
