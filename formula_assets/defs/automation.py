@@ -12,7 +12,8 @@ UI), and so nothing below it either, since those would read its old output.
 
 The `sentence_model` source is observed by the sensor itself: at its first evaluation if it was
 never observed, then hourly (`MODEL_OBSERVATION`); a model whose files changed requests the
-embedding assets, and the change flows down like any other.
+embedding assets and `fold_models` (which reads a fine-tuned encoder's base models), and the
+change flows down like any other.
 
 A weekly schedule observes the Wikidata probe; a changed fingerprint updates
 `wikidata_formulae` and the change flows down level by level. With the snapshot source the
