@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from formula_assets.semantics.bert import BertSentenceEncoder, Unsupported
+from formula_assets.semantics.bert import BertSentenceEncoder, Unsupported, refusal
 from formula_assets.semantics.models import TextEmbedder, packaged_default_path, resolve_model
 
 TEXTS = [
@@ -76,6 +76,30 @@ def test_other_shapes_are_refused(tmp_path: Path, file: str, change: dict, reaso
     BertSentenceEncoder(folder)  # the copy itself is supported
     path = folder / file
     path.write_text(json.dumps({**json.loads(path.read_text()), **change}))
+    with pytest.raises(Unsupported, match=reason):
+        BertSentenceEncoder(folder)
+
+
+@pytest.mark.parametrize(
+    ("file", "content", "reason"),
+    [
+        ("modules.json", "not json", "modules.json is not JSON"),
+        ("config.json", "{", "config.json is not JSON"),
+        ("config.json", None, "config.json is missing"),
+    ],
+)
+def test_a_file_that_cannot_be_read_is_the_reason_given(
+    tmp_path: Path, file: str, content: str | None, reason: str
+) -> None:
+    """The engine choice asks `refusal` first: a folder it cannot read is refused with the
+    file named (the library then says what is wrong in its own error), never read on."""
+    folder = folder_like_default(tmp_path)
+    assert refusal(folder) is None
+    if content is None:
+        (folder / file).unlink()
+    else:
+        (folder / file).write_text(content)
+    assert refusal(folder) == reason
     with pytest.raises(Unsupported, match=reason):
         BertSentenceEncoder(folder)
 
@@ -382,7 +406,8 @@ def test_an_mpnet_sentence_folder_gives_the_librarys_vectors(tmp_path: Path) -> 
     from formula_assets_tests.support.models import tiny_sentence_model
 
     folder = tiny_sentence_model(tmp_path / "mpnet", architecture="mpnet")
-    expected = TextEmbedder(resolve_model(str(folder), "a test"), device="cpu").encode(TEXTS)
+    model = resolve_model(str(folder), "a test")
+    expected = TextEmbedder(model, device="cpu", library=True).encode(TEXTS)
     plain = BertSentenceEncoder(folder)
     assert plain.encoder.architecture == "mpnet"
     for text, row in zip(TEXTS, expected, strict=True):
