@@ -170,10 +170,12 @@ def test_the_progress_log_speaks_every_few_seconds_and_at_the_end(monkeypatch) -
     ]
 
 
-def test_batches_keep_the_input_order_and_report_progress() -> None:
+@pytest.mark.parametrize("library", [False, True], ids=["plain", "library"])
+def test_batches_keep_the_input_order_and_report_progress(library: bool) -> None:
     """Five texts in batches of two (sorted by length inside): each row is the text's own
-    vector, and progress counts texts done after each batch."""
-    embedder = TextEmbedder(resolve_model(None, "a test"), batch_size=2)
+    vector, and progress counts texts done after each batch, with either engine."""
+    embedder = TextEmbedder(resolve_model(None, "a test"), batch_size=2, library=library)
+    assert embedder.engine == ("sentence-transformers" if library else "torch")
     texts = ["a rather long description of kinetic energy", "force", "mass", "speed", "c"]
     seen: list[tuple[int, int]] = []
     matrix = embedder.encode(texts, progress=lambda done, total: seen.append((done, total)))
