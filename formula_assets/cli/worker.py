@@ -17,6 +17,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import queue as queues
+import sys
 from collections.abc import Sequence
 from concurrent.futures import FIRST_EXCEPTION, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
@@ -75,14 +76,28 @@ def materialize_here(
     return materialize(defs, instance, job)
 
 
+def say(line: str) -> None:
+    """One line of a worker's output in one write. The workers share the parent's stdout, and
+    `print` writes the text and the newline apart: another worker's line could come between
+    them (`materializing ab` + `materializing c` read as one line)."""
+    sys.stdout.flush()  # what the worker wrote before stays before
+    try:
+        descriptor = sys.stdout.fileno()
+    except (AttributeError, OSError):  # a stream without a descriptor (a test's capture)
+        sys.stdout.write(line + "\n")
+        sys.stdout.flush()
+        return
+    os.write(descriptor, (line + "\n").encode(sys.stdout.encoding or "utf-8", "replace"))
+
+
 def materialize_job(job: Job) -> tuple[Job, bool]:
     """One refresh job (assets, or one partition) as one run on the shared instance."""
     if _DEFS is None:
         raise RuntimeError("materialize_job runs in a pool whose initializer loaded the defs")
     _STARTED.put((os.getpid(), job))
-    print(f"materializing {job}", flush=True)
+    say(f"materializing {job}")
     with dg.DagsterInstance.get() as instance:
-        return job, materialize_here(_DEFS, instance, job, lambda line: print(line, flush=True))
+        return job, materialize_here(_DEFS, instance, job, say)
 
 
 class LocalRunner:
