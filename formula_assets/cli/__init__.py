@@ -44,12 +44,14 @@ def _refresh(args: argparse.Namespace) -> int:
 
     from formula_assets.cli.refresh import RefreshError, refresh
     from formula_assets.cli.runs import load_definitions
+    from formula_assets.cli.worker import say
 
     ensure_dagster_home()
     with dg.DagsterInstance.get() as instance:
         try:
+            # its lines share stdout with the workers': each goes out whole, when it is said
             report = refresh(
-                load_definitions(), instance, workers=args.workers, observe=args.observe
+                load_definitions(), instance, say, workers=args.workers, observe=args.observe
             )
         except RefreshError as exc:
             print(f"refresh failed: {exc}", file=sys.stderr)
@@ -64,6 +66,7 @@ def _refresh(args: argparse.Namespace) -> int:
 def _distributed(args: argparse.Namespace) -> int:
     from formula_assets.cli.distributed import print_report, run_distributed
     from formula_assets.cli.runs import RefreshError
+    from formula_assets.cli.worker import say
     from formula_assets.deploy.local import DeploymentError
 
     env = dict(os.environ)
@@ -78,7 +81,7 @@ def _distributed(args: argparse.Namespace) -> int:
             lake=args.lake,
             keep=args.keep,
             env=env,
-            echo=lambda line: print(line, flush=True),
+            echo=say,
         )
     except (RefreshError, DeploymentError) as exc:
         print(f"distributed run failed: {exc}", file=sys.stderr)
