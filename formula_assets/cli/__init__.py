@@ -43,8 +43,7 @@ def _refresh(args: argparse.Namespace) -> int:
     import dagster as dg
 
     from formula_assets.cli.refresh import RefreshError, refresh
-    from formula_assets.cli.runs import load_definitions
-    from formula_assets.cli.worker import say
+    from formula_assets.cli.runs import load_definitions, say
 
     ensure_dagster_home()
     with dg.DagsterInstance.get() as instance:
@@ -65,8 +64,7 @@ def _refresh(args: argparse.Namespace) -> int:
 
 def _distributed(args: argparse.Namespace) -> int:
     from formula_assets.cli.distributed import print_report, run_distributed
-    from formula_assets.cli.runs import RefreshError
-    from formula_assets.cli.worker import say
+    from formula_assets.cli.runs import RefreshError, say
     from formula_assets.deploy.local import DeploymentError
 
     env = dict(os.environ)

@@ -3,6 +3,8 @@ loop, its local worker processes and the distributed runner share."""
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -16,6 +18,20 @@ REFRESH_TAG = "formula_assets/refresh"
 JOB_TAG = "formula_assets/refresh_job"
 
 Print = Callable[[str], None]
+
+
+def say(line: str) -> None:
+    """One line of output in one write: a refresh's workers share its stdout, and `print`
+    writes the text and the newline apart, so another process's line could come between them
+    (`materializing ab` + `materializing c` read as one line)."""
+    sys.stdout.flush()  # what this process wrote before stays before
+    try:
+        descriptor = sys.stdout.fileno()
+    except (AttributeError, OSError):  # a stream without a descriptor (a test's capture)
+        sys.stdout.write(line + "\n")
+        sys.stdout.flush()
+        return
+    os.write(descriptor, (line + "\n").encode(sys.stdout.encoding or "utf-8", "replace"))
 
 
 class RefreshError(RuntimeError):

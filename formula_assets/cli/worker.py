@@ -17,7 +17,6 @@ from __future__ import annotations
 import multiprocessing
 import os
 import queue as queues
-import sys
 from collections.abc import Sequence
 from concurrent.futures import FIRST_EXCEPTION, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
@@ -26,7 +25,7 @@ from typing import Any
 import dagster as dg
 
 from formula_assets.cli.inflight import building_elsewhere, job_targets
-from formula_assets.cli.runs import JOB_TAG, Job, Print, RefreshError, materialize, plan_jobs
+from formula_assets.cli.runs import JOB_TAG, Job, Print, RefreshError, materialize, plan_jobs, say
 from formula_assets.cli.stale import Entry
 from formula_assets.defs.metadata import asset_cost, partition_cost
 
@@ -74,20 +73,6 @@ def materialize_here(
         echo(f"leaving {job} to {next(iter(busy.values()))}, which has started building it")
         return True
     return materialize(defs, instance, job)
-
-
-def say(line: str) -> None:
-    """One line of a worker's output in one write. The workers share the parent's stdout, and
-    `print` writes the text and the newline apart: another worker's line could come between
-    them (`materializing ab` + `materializing c` read as one line)."""
-    sys.stdout.flush()  # what the worker wrote before stays before
-    try:
-        descriptor = sys.stdout.fileno()
-    except (AttributeError, OSError):  # a stream without a descriptor (a test's capture)
-        sys.stdout.write(line + "\n")
-        sys.stdout.flush()
-        return
-    os.write(descriptor, (line + "\n").encode(sys.stdout.encoding or "utf-8", "replace"))
 
 
 def materialize_job(job: Job) -> tuple[Job, bool]:

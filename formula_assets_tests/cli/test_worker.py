@@ -16,7 +16,7 @@ from dagster._core.events import DagsterEventType
 
 from formula_assets.cli import worker
 from formula_assets.cli.home import ensure_dagster_home
-from formula_assets.cli.runs import JOB_TAG, Job, load_definitions
+from formula_assets.cli.runs import JOB_TAG, Job, load_definitions, say
 from formula_assets.cli.stale import Entry, Target
 from formula_assets.cli.worker import LocalRunner, cost, materialize_here
 from formula_assets.defs.io_managers import DataLakeIOManager
@@ -414,7 +414,7 @@ def test_a_workers_line_is_one_write_with_its_newline(
     with (tmp_path / "out").open("w", encoding="utf-8") as stream:
         stream.write("earlier ")  # buffered: stays before the line
         monkeypatch.setattr("sys.stdout", stream)
-        worker.say("materializing opt_text_embeddings")
+        say("materializing opt_text_embeddings")
         assert writes == [(stream.fileno(), b"materializing opt_text_embeddings\n")]
         monkeypatch.setattr(os, "write", real_write)
     assert (tmp_path / "out").read_text(encoding="utf-8") == "earlier "
@@ -425,5 +425,5 @@ def test_a_stream_without_a_descriptor_gets_the_whole_line(monkeypatch: pytest.M
 
     stream = io.StringIO()
     monkeypatch.setattr("sys.stdout", stream)
-    worker.say("materializing cv_folds")
+    say("materializing cv_folds")
     assert stream.getvalue() == "materializing cv_folds\n"
