@@ -16,7 +16,7 @@ from dagster._core.events import DagsterEventType
 
 from formula_assets.cli import worker
 from formula_assets.cli.home import ensure_dagster_home
-from formula_assets.cli.runs import JOB_TAG, Job, load_definitions, say
+from formula_assets.cli.runs import JOB_TAG, Job, load_definitions
 from formula_assets.cli.stale import Entry, Target
 from formula_assets.cli.worker import LocalRunner, cost, materialize_here
 from formula_assets.defs.io_managers import DataLakeIOManager
@@ -401,29 +401,3 @@ def test_workers_start_early_only_for_heavy_steps_ahead(tmp_path, monkeypatch) -
         assert runner._pool is pool and runner.warming == warming
         pids = {future.result(timeout=120) for future in runner.warming}
         assert os.getpid() not in pids
-
-
-def test_a_workers_line_is_one_write_with_its_newline(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Workers share the parent's stdout: each line, newline included, goes out in one
-    write, so another worker's line cannot come between a line and its end."""
-    writes: list[tuple[int, bytes]] = []
-    real_write = os.write
-    monkeypatch.setattr(os, "write", lambda fd, data: writes.append((fd, data)) or len(data))
-    with (tmp_path / "out").open("w", encoding="utf-8") as stream:
-        stream.write("earlier ")  # buffered: stays before the line
-        monkeypatch.setattr("sys.stdout", stream)
-        say("materializing opt_text_embeddings")
-        assert writes == [(stream.fileno(), b"materializing opt_text_embeddings\n")]
-        monkeypatch.setattr(os, "write", real_write)
-    assert (tmp_path / "out").read_text(encoding="utf-8") == "earlier "
-
-
-def test_a_stream_without_a_descriptor_gets_the_whole_line(monkeypatch: pytest.MonkeyPatch) -> None:
-    import io
-
-    stream = io.StringIO()
-    monkeypatch.setattr("sys.stdout", stream)
-    say("materializing cv_folds")
-    assert stream.getvalue() == "materializing cv_folds\n"
