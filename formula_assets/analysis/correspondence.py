@@ -26,6 +26,7 @@ import pyarrow as pa
 from scipy import stats
 from scipy.spatial import procrustes
 
+from formula_assets.core.threads import one_thread
 from formula_assets.evaluation.ranking import DotScorer, gold_ranks, normalise_rows
 
 # The paper's Table 1, for side-by-side reporting.
@@ -213,15 +214,9 @@ def correspondence(
     semantic: np.ndarray,
     settings: CorrespondenceSettings = CorrespondenceSettings(),
 ) -> CorrespondenceResult:
-    """All Table 1 metrics between row-aligned structural and semantic vectors.
-
-    The linear algebra runs on one BLAS thread: sums split over several threads round
-    differently in the last bits, so the same inputs would get another data version in a
-    process (a Celery worker, a refresh worker) with another thread count.
-    """
-    from threadpoolctl import threadpool_limits
-
-    with threadpool_limits(limits=1):
+    """All Table 1 metrics between row-aligned structural and semantic vectors, on one
+    thread (`core.threads`: the same data version in every process)."""
+    with one_thread():
         return _correspondence(structural, semantic, settings)
 
 

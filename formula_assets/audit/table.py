@@ -20,6 +20,7 @@ from formula_assets.audit.concepts import (
 )
 from formula_assets.audit.scores import ensemble_pair_scorers, pair_scores
 from formula_assets.core.checks import Outcome
+from formula_assets.core.threads import one_thread
 from formula_assets.methods import registry
 from formula_assets.methods.base import LoadedModel
 from formula_assets.search.layout import HELD_OUT, serving_vectors
@@ -81,7 +82,20 @@ def build_audit(
     aggregation: str,
 ) -> pa.Table:
     """The audit of every item of `formulae` (`wikidata_formulae` rows): scored by its fold's
-    models (`folds`: `cv_folds`), or a row saying why it is not."""
+    models (`folds`: `cv_folds`), or a row saying why it is not. Scored on one thread: its
+    margins are stored floats (`core.threads`)."""
+    with one_thread():
+        return _build_audit(formulae, index, folds, models, texts, aggregation)
+
+
+def _build_audit(
+    formulae: Sequence[Mapping[str, Any]],
+    index: pa.Table,
+    folds: Mapping[str, int],
+    models: Mapping[tuple[int, str], LoadedModel],
+    texts: TextVectors,
+    aggregation: str,
+) -> pa.Table:
     concepts = vocabulary(formulae)
     by_qid = {row["qid"]: row for row in formulae}
     scored: dict[str, dict[str, Any]] = {}

@@ -315,3 +315,26 @@ def test_a_trained_method_audits_with_its_trained_weights_and_no_dropout() -> No
     without = {r["qid"]: r for r in audit({(1, method.name): models[(1, method.name)]}).to_pylist()}
     assert without["Q0"]["scored"]  # fold 1
     assert without["Q1"]["remark"] == "fold 2 could not be scored: no sbert_dual_cl model"
+
+
+def test_the_audit_scores_on_one_thread(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Its margins are stored floats: another thread count would round them otherwise and
+    give the same inputs another data version in another process (a Celery worker)."""
+    from threadpoolctl import threadpool_info
+
+    from formula_assets.audit import table
+
+    seen: list[tuple[int, set[int]]] = []
+    score = table._audit_fold
+
+    def counting(*args, **kwargs):
+        blas = {p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas"}
+        seen.append((torch.get_num_threads(), blas))
+        return score(*args, **kwargs)
+
+    monkeypatch.setattr(table, "_audit_fold", counting)
+    torch.set_num_threads(2)
+    rows, texts, folds = corpus()
+    assert audit_of(rows, texts, folds)["scored"].to_pylist().count(True) > 0
+    assert seen == [(1, {1}), (1, {1})]  # both indexed folds
+    assert torch.get_num_threads() == 2

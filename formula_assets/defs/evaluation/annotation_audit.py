@@ -7,6 +7,7 @@ import pyarrow as pa
 
 from formula_assets.core.arrow import recorded_aggregation, recorded_identity, recorded_model
 from formula_assets.core.hashing import table_content_hash
+from formula_assets.core.threads import one_thread
 from formula_assets.defs.checks import check_result, schema_contract
 from formula_assets.defs.metadata import annotation_audit_top
 from formula_assets.defs.publication import settle
@@ -44,7 +45,8 @@ def annotation_audit(
     texts = corpus_texts(formulae, vocabulary(formulae))
     # the width of the vectors this model made: with every text cached, it is never loaded
     width = semantic_embeddings.column("embedding").type.list_size
-    matrix, stats = embed_texts(texts, embedder, cache, dimension=width)
+    with one_thread():  # the vectors of texts new to the cache, the same in every process
+        matrix, stats = embed_texts(texts, embedder, cache, dimension=width)
     context.log.info(f"{stats.embedded:,} texts embedded, {stats.cached:,} from cache")
     # kept for the next audit
     with frozen_store(
