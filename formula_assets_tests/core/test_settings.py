@@ -429,3 +429,18 @@ def test_an_extra_method_in_a_missing_package_leaves_the_error_to_the_import() -
     """The fingerprint reads no source for it; the registry's import names the module."""
     fingerprint = settings.BY_NAME["extra_methods"].fingerprint
     assert len(fingerprint(("nopkg_formula_assets.mod:Mine",))) == 64
+
+
+@pytest.mark.parametrize(
+    ("embedding_cache", "store"),
+    [
+        ("/srv/cache", Path("/srv/cache/frozen_layers")),  # beside a cache on this machine
+        ("s3://bucket/cache", None),  # object storage: each process keeps its own
+        ("", None),
+        (None, None),
+    ],
+)
+def test_the_frozen_layer_store_sits_beside_a_local_embedding_cache(
+    embedding_cache: str | None, store: Path | None
+) -> None:
+    assert settings.frozen_layers_store(embedding_cache) == store

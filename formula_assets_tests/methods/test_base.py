@@ -105,6 +105,7 @@ def test_default_training_hooks() -> None:
     assert semantic.batch([1, 0]).tolist() == [[5, 6, 7, 8], [1, 2, 3, 4]]
     semantic.matrix[0, 0] = 99  # a copy: the data stays as it was
     assert data.semantic[0, 0] == 1
+    assert Dual().base_models(profile) == []  # starts from no pretrained model of its own
 
 
 def test_build_gives_one_network_or_the_average_of_its_runs() -> None:

@@ -213,6 +213,17 @@ def test_it_is_an_ensemble_member_that_trains_longest() -> None:
     assert METHOD.training_cost > max(others)
 
 
+def test_its_base_models_are_named_one_per_run_the_packaged_one_by_its_name() -> None:
+    """What lineage observes beside the embedding model (`sentence_model`)."""
+    from formula_assets.core.profiles import DEFAULT_EMBEDDING_MODEL
+
+    assert METHOD.base_models(get_profile("default")) == [DEFAULT_EMBEDDING_MODEL]
+    assert METHOD.base_models(get_profile("large")) == [
+        DEFAULT_EMBEDDING_MODEL,
+        "all-mpnet-base-v2",
+    ]
+
+
 def test_the_frozen_pass_goes_through_the_assets_store_and_log(
     folder, tmp_path, monkeypatch
 ) -> None:
