@@ -13,6 +13,7 @@ from formula_assets.cli.runs import (
     REFRESH_TAG,
     Job,
     data_versions,
+    load_definitions,
     materialize,
     plan_jobs,
     say,
@@ -24,25 +25,41 @@ def test_a_workers_line_is_one_write_with_its_newline(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Workers share the parent's stdout: each line, newline included, goes out in one
-    write, so another worker's line cannot come between a line and its end."""
+    write, so another worker's line cannot come between a line and its end; what this
+    process wrote before (still in its buffer) goes out first."""
     writes: list[tuple[int, bytes]] = []
     real_write = os.write
-    monkeypatch.setattr(os, "write", lambda fd, data: writes.append((fd, data)) or len(data))
-    with (tmp_path / "out").open("w", encoding="utf-8") as stream:
-        stream.write("earlier ")  # buffered: stays before the line
+
+    def recorded(fd: int, data: bytes) -> int:
+        writes.append((fd, data))
+        return real_write(fd, data)
+
+    path = tmp_path / "out"
+    with path.open("w", encoding="latin-1") as stream:
+        stream.write("earlier ")  # buffered
         monkeypatch.setattr("sys.stdout", stream)
-        say("materializing opt_text_embeddings")
-        assert writes == [(stream.fileno(), b"materializing opt_text_embeddings\n")]
+        monkeypatch.setattr(os, "write", recorded)
+        say("materializing opt_text_embeddings é")  # in the stream's own encoding
         monkeypatch.setattr(os, "write", real_write)
-    assert (tmp_path / "out").read_text(encoding="utf-8") == "earlier "
+        line = "materializing opt_text_embeddings é\n".encode("latin-1")
+        assert writes == [(stream.fileno(), line)]
+        # read while the stream is open: nothing of it is left behind in a buffer
+        assert path.read_bytes() == b"earlier " + line
 
 
 def test_a_stream_without_a_descriptor_gets_the_whole_line(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A test's capture has no file descriptor: the line still comes out whole."""
-    stream = io.StringIO()
+    """A test's capture has no file descriptor: the line still comes out whole, at once."""
+    raw = io.BytesIO()
+    stream = io.TextIOWrapper(raw, encoding="utf-8")  # buffered, and fileno() raises
     monkeypatch.setattr("sys.stdout", stream)
     say("materializing cv_folds")
-    assert stream.getvalue() == "materializing cv_folds\n"
+    assert raw.getvalue() == b"materializing cv_folds\n"
+
+
+def test_the_definitions_are_loaded_once_per_process() -> None:
+    defs = load_definitions()
+    assert dg.AssetKey("fold_models") in defs.resolve_asset_graph().materializable_asset_keys
+    assert load_definitions() is defs
 
 
 # --- what one round runs, and what it left -------------------------------------------------------
@@ -95,6 +112,8 @@ def test_a_job_names_itself_in_its_tags() -> None:
     assert str(Job(("per_fold",), "2")) == "per_fold[2]"
     assert Job(("per_fold",), "2").tags() == {REFRESH_TAG: "true", JOB_TAG: "per_fold[2]"}
     assert Job(("x/y",)).asset_keys == [dg.AssetKey(["x", "y"])]
+    held = {Job(("a",)): 1}  # the refresh keys what it holds by job
+    assert held[Job(("a",))] == 1
 
 
 def test_materialize_reports_success_and_data_versions_read_back() -> None:
