@@ -113,6 +113,7 @@ class Recording:
 
     def __init__(self, max_plans: int = 60) -> None:
         self.rounds: list[list[str]] = []
+        self.expected: list[list[str]] = []  # what each round was told lies ahead
         self.plans = 0
         self.max_plans = max_plans
 
@@ -122,7 +123,8 @@ class Recording:
             raise AssertionError(f"the refresh planned {self.max_plans} rounds and goes on")
         return LocalRunner(1).plan(defs, frontier)
 
-    def expect(self, defs: dg.Definitions, entries: Sequence[Entry]) -> None: ...
+    def expect(self, defs: dg.Definitions, entries: Sequence[Entry]) -> None:
+        self.expected.append(sorted(str(entry.target) for entry in entries))
 
     def run(
         self, defs: dg.Definitions, instance: dg.DagsterInstance, jobs: list[Job], echo: Print
@@ -191,6 +193,9 @@ def test_a_step_still_stale_after_two_builds_stops_the_refresh(instance) -> None
         str(raised.value) == "still stale after being rebuilt twice: formulae (never materialized)"
     )
     assert runner.rounds == [["formulae"], ["formulae"]]
+    # told at each look everything stale or missing, the steps below the frontier included
+    assert len(runner.expected) == 3  # the third look finds formulae stale still, and stops
+    assert all(e == ["formulae", "graphs", "rejected", "texts"] for e in runner.expected)
 
 
 def test_max_rounds_bounds_the_rounds_of_one_refresh(instance) -> None:
@@ -240,7 +245,7 @@ def test_a_refresh_builds_round_by_round_and_then_has_nothing_to_do(instance) ->
     said: list[str] = []
     started = time.perf_counter()
 
-    report = refresh(PIPELINE, instance, echo=said.append, runner=LocalRunner(1))
+    report = refresh(PIPELINE, instance, echo=said.append, workers=1)  # its own local runner
 
     assert report.rounds == 2
     assert report.ran[0] == "formulae"

@@ -400,4 +400,4 @@ def test_workers_start_early_only_for_heavy_steps_ahead(tmp_path, monkeypatch) -
         runner.expect(DEFS, two_heavy)  # once per refresh: no second pool, no more warm-ups
         assert runner._pool is pool and runner.warming == warming
         pids = {future.result(timeout=120) for future in runner.warming}
-        assert os.getpid() not in pids
+        assert os.getpid() not in pids and all(isinstance(pid, int) for pid in pids)
