@@ -84,31 +84,22 @@ def build_audit(
     """The audit of every item of `formulae` (`wikidata_formulae` rows): scored by its fold's
     models (`folds`: `cv_folds`), or a row saying why it is not. Scored on one thread: its
     margins are stored floats (`core.threads`)."""
-    with one_thread():
-        return _build_audit(formulae, index, folds, models, texts, aggregation)
-
-
-def _build_audit(
-    formulae: Sequence[Mapping[str, Any]],
-    index: pa.Table,
-    folds: Mapping[str, int],
-    models: Mapping[tuple[int, str], LoadedModel],
-    texts: TextVectors,
-    aggregation: str,
-) -> pa.Table:
     concepts = vocabulary(formulae)
     by_qid = {row["qid"]: row for row in formulae}
     scored: dict[str, dict[str, Any]] = {}
     fold_problem: dict[int, str] = {}
     indexed_folds = set(index.column("fold").to_pylist()) if index.num_rows else set()
-    for fold in sorted(set(folds.values())):
-        if fold not in indexed_folds:
-            fold_problem[fold] = f"fold {fold} has no models in the search index"
-            continue
-        try:
-            scored.update(_audit_fold(fold, index, by_qid, models, concepts, texts, aggregation))
-        except (KeyError, ValueError) as exc:
-            fold_problem[fold] = f"fold {fold} could not be scored: {exc}"
+    with one_thread():
+        for fold in sorted(set(folds.values())):
+            if fold not in indexed_folds:
+                fold_problem[fold] = f"fold {fold} has no models in the search index"
+                continue
+            try:
+                scored.update(
+                    _audit_fold(fold, index, by_qid, models, concepts, texts, aggregation)
+                )
+            except (KeyError, ValueError) as exc:
+                fold_problem[fold] = f"fold {fold} could not be scored: {exc}"
     labels = {q: r.get("label") for q, r in by_qid.items()}
     out = []
     for qid, row in by_qid.items():
