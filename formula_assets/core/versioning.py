@@ -161,12 +161,13 @@ class Versioner:
                 imports.add(base or submodule)
         return ModuleInfo(name, path, is_package, frozenset(imports - {name}), declared)
 
-    def closure(self, module: str) -> list[str]:
-        """The versioned modules `module` imports, directly or not, itself included."""
+    def closure(self, module: str, without: frozenset[str] = frozenset()) -> list[str]:
+        """The versioned modules `module` imports, directly or not, itself included; the
+        closure does not pass through the modules `without`."""
         seen, stack = {module}, [module]
         while stack:
             for imported in self.module(stack.pop()).imports:
-                if imported not in seen and is_versioned(imported):
+                if imported not in seen and imported not in without and is_versioned(imported):
                     seen.add(imported)
                     stack.append(imported)
         return sorted(seen)
@@ -175,8 +176,8 @@ class Versioner:
         folder = self.module(module).path.parent / DATA_FOLDER
         return sorted(p for p in folder.rglob("*") if p.is_file()) if folder.is_dir() else []
 
-    def result_settings(self, module: str) -> list[str]:
-        names = {s for m in self.closure(module) for s in self.module(m).result_settings}
+    def result_settings(self, module: str, without: frozenset[str] = frozenset()) -> list[str]:
+        names = {s for m in self.closure(module, without) for s in self.module(m).result_settings}
         unknown = names - RESULT_SETTING_NAMES
         if unknown:
             raise ValueError(
@@ -184,10 +185,10 @@ class Versioner:
             )
         return sorted(names)
 
-    def code_version(self, module: str) -> str:
+    def code_version(self, module: str, without: frozenset[str] = frozenset()) -> str:
         parts: list[bytes | str] = []
         files: set[Path] = set()
-        for name in self.closure(module):
+        for name in self.closure(module, without):
             parts += [name, self.module(name).path.read_bytes()]
             files.update(self.data_files(name))
         for path in sorted(files):
@@ -196,7 +197,7 @@ class Versioner:
                 str(path.relative_to(self.root)),
                 _file_hash(path, stat.st_size, stat.st_mtime_ns),
             ]
-        for setting in self.result_settings(module):
+        for setting in self.result_settings(module, without):
             parts += [setting, BY_NAME[setting].fingerprint(self.settings.value(setting))]
         return bytes_hash(*parts)[:VERSION_CHARS]
 
@@ -223,9 +224,15 @@ def _default() -> Versioner:
     return Versioner()
 
 
-def code_version(module: str) -> str:
-    """The code version of the assets defined in `module` (pass `__name__`)."""
-    return _default().code_version(module)
+def code_version(module: str, without: frozenset[str] = frozenset()) -> str:
+    """The code version of the assets defined in `module` (pass `__name__`); `without`: of
+    the part of its closure that does not pass through those modules."""
+    return _default().code_version(module, without)
+
+
+def is_package_module(module: str) -> bool:
+    """Whether `module` is a module of this package (its source is versioned by import)."""
+    return module in _default().paths
 
 
 def closure(module: str) -> list[str]:

@@ -109,6 +109,16 @@ class ModelUPathIOManager(LakeUPathIOManager):
 
     extension = ""
 
+    def __init__(self, base_path: UPath) -> None:
+        super().__init__(base_path=base_path)
+        self.root = base_path
+
+    def model_directory(self, fold: int, method: str) -> UPath:
+        """Where one partition's models are stored: what `fold_models` may reuse."""
+        from formula_assets.training.artifacts import model_directory
+
+        return model_directory(self.root, fold, method)
+
     def dump_to_path(self, context: dg.OutputContext, obj: Any, path: UPath) -> None:
         from formula_assets.training.artifacts import TrainedModel, save_model
 

@@ -144,6 +144,12 @@ class TrainedMethod(Method):
         sees one changed in place. None by default."""
         return []
 
+    def base_identities(self, profile: Profile) -> list[str]:
+        """The content hashes of the `base_models` it would start from now: a training
+        recipe holds them, so a model is not reused once one changed in place. Called inside
+        `training.sentence_encoder.frozen_store` (where packaged models are unpacked)."""
+        return []
+
     def prepare(
         self, data: AlignmentData, rows: FoldRows, description: ModelDescription, device: str
     ) -> Prepared:

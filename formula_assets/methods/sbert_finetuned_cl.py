@@ -102,6 +102,14 @@ class FineTunedSentenceEncoder(TrainedMethod):
         """Each run's base model (the packaged default: its name)."""
         return [name or DEFAULT_EMBEDDING_MODEL for name, _ in self.settings(profile).base_models()]
 
+    def base_identities(self, profile: Profile) -> list[str]:
+        from formula_assets.semantics.identity import folder_hash
+
+        return [
+            folder_hash(_named_folder(self.name, name)).digest
+            for name, _ in self.settings(profile).base_models()
+        ]
+
     def parts(self, description: ModelDescription) -> list[ModelDescription]:
         """One description per base model, each with its own frozen layers and identity (one
         base model: the model's own, its frozen layers one number)."""

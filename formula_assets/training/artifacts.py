@@ -114,6 +114,8 @@ class ModelDescription:
     torch_threads: int = 0
     torch_version: str = ""
     python_version: str = ""
+    # the hash of what training read (`training.recipe`): the same recipe, the model reused
+    recipe: str = ""
     # entries this class does not name (another writer's), kept as they are
     extra: Mapping[str, Any] = field(default_factory=dict)
 
@@ -179,6 +181,7 @@ _OPTIONAL: dict[str, Any] = {
     "base_model": None,
     "base_model_identity": "",
     "deterministic": None,
+    "recipe": "",
 }
 
 
@@ -371,6 +374,11 @@ def current_version(directory: UPath) -> UPath:
     if not complete:
         raise FileNotFoundError(f"no complete trained model at {directory}")
     return complete[-1]
+
+
+def stored_description(directory: UPath) -> ModelDescription:
+    """The description (`config.json`) of the current version, without its weights."""
+    return ModelDescription.from_json(json.loads(_read(current_version(directory) / CONFIG)))
 
 
 def _read(path: UPath) -> bytes:

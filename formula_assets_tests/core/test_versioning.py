@@ -344,6 +344,35 @@ def test_the_closure_is_transitive_survives_cycles_and_stops_at_checks(tmp_path:
     assert versioning.Versioner(root).code_version("pkg.asset") != before
 
 
+def test_a_closure_without_a_module_does_not_pass_through_it(tmp_path: Path) -> None:
+    """What `fold_models` uses for one method's recipe: its closure short of the registry."""
+    root = package(
+        tmp_path,
+        {
+            "__init__.py": "",
+            "asset.py": "from pkg import registry, shared\n",
+            "registry.py": "from pkg import method\nRESULT_SETTINGS = ('profile',)\n",
+            "method.py": "from pkg import shared\n",
+            "shared.py": "",
+        },
+    )
+    versioner = versioning.Versioner(root)
+    without = frozenset({"pkg.registry"})
+    assert versioner.closure("pkg.asset", without) == ["pkg.asset", "pkg.shared"]
+    assert versioner.result_settings("pkg.asset", without) == []
+    assert versioner.result_settings("pkg.asset") == ["profile"]
+    before, whole = (
+        versioner.code_version("pkg.asset", without),
+        versioner.code_version("pkg.asset"),
+    )
+    (root / "method.py").write_text("# edited\n" + (root / "method.py").read_text())
+    edited = versioning.Versioner(root)
+    assert edited.code_version("pkg.asset", without) == before
+    assert edited.code_version("pkg.asset") != whole
+    (root / "shared.py").write_text("# edited\n")
+    assert versioning.Versioner(root).code_version("pkg.asset", without) != before
+
+
 @pytest.mark.parametrize(
     ("module", "expected"),
     [
@@ -403,3 +432,5 @@ def test_the_module_level_functions_read_the_installed_package() -> None:
     version = versioning.code_version(module)
     assert version == versioner.code_version(module)
     assert re.fullmatch("[0-9a-f]{16}", version)
+    assert versioning.is_package_module(module)
+    assert not versioning.is_package_module("formula_assets_tests.methods.test_adding_a_method")

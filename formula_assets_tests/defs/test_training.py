@@ -82,6 +82,57 @@ def test_fold_model_partition_in_dagster(small_corpus) -> None:
     assert meta["training_curve"].value.startswith("![training curve](data:image/png;base64,")
 
 
+def test_a_partition_whose_recipe_is_unchanged_reuses_its_model(small_corpus, monkeypatch) -> None:
+    """Run again on the same inputs, code and settings, a partition returns its stored model
+    without training, with the same data version; `retrain` trains it anyway."""
+    from formula_assets.training import fold
+
+    trainings: list[str] = []
+    train_fold = fold.train_fold
+    monkeypatch.setattr(
+        fold,
+        "train_fold",
+        lambda method, *a, **k: trainings.append(method.name) or train_fold(method, *a, **k),
+    )
+    c = small_corpus
+    fixtures = corpus_assets(c, wikidata_formulae=c.formulae)
+    base = f"memory://lake-{uuid.uuid4().hex}"
+    resources = {
+        "io_manager": DataLakeIOManager(base_path=base),
+        "model_io_manager": ModelIOManager(base_path=base),
+    }
+    directory = model_directory(UPath(base), 3, "bag_dual_cl")
+
+    def materialize(selection: list[str], retrain: bool = False) -> dg.MaterializeResult:
+        config = {"profile": "smoke", "retrain": retrain}
+        result = dg.materialize(
+            [*fixtures, cv_folds, fold_models],
+            selection=selection,
+            resources=resources,
+            partition_key="3|bag_dual_cl",
+            run_config=dg.RunConfig({"fold_models": {"config": config}}),
+        )
+        assert result.success
+        (event,) = [
+            e
+            for e in result.all_events
+            if e.event_type_value == "ASSET_MATERIALIZATION" and e.asset_key.path == ["fold_models"]
+        ]
+        return event.step_materialization_data.materialization
+
+    first = materialize([f.key.to_user_string() for f in fixtures] + ["cv_folds", "fold_models"])
+    trained = load_model(directory).description
+    assert trainings == ["bag_dual_cl"] and trained.recipe
+    assert not first.metadata["reused"].value
+    again = materialize(["fold_models"])
+    assert trainings == ["bag_dual_cl"] and again.metadata["reused"].value
+    assert load_model(directory).description == trained
+    assert again.tags["dagster/data_version"] == first.tags["dagster/data_version"]
+    forced = materialize(["fold_models"], retrain=True)
+    assert trainings == ["bag_dual_cl"] * 2 and not forced.metadata["reused"].value
+    assert load_model(directory).description.recipe == trained.recipe
+
+
 def refused_training(fixtures: list, partition_key: str, profile: str) -> str:
     """Materialize one `fold_models` partition with a run-config profile that must be refused:
     the step's failure message, after checking that no model was stored."""

@@ -83,6 +83,39 @@ def test_editing_the_audit_changes_only_the_audit_code_version(tmp_path: Path) -
     assert changed(original, audit) == {AUDIT}
 
 
+def method_code_versions(package: Path | None = None, cwd: Path = ROOT) -> dict[str, str]:
+    """The code each trained method's fold models are made by (their recipes hold it)."""
+    script = (
+        "import json; from formula_assets.methods import registry;"
+        "from formula_assets.defs.training.fold_models import method_code_version as v;"
+        "print(json.dumps({m: v(registry.trained_method(m)) for m in registry.trained()}))"
+    )
+    env = {**os.environ, **({"PYTHONPATH": str(package)} if package else {})}
+    completed = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    )
+    return json.loads(completed.stdout.strip().splitlines()[-1])
+
+
+def test_editing_one_method_changes_only_that_methods_recipes(tmp_path: Path) -> None:
+    """fold_models' code version covers every method; a method's recipe only its own code
+    and the shared training code, so an edit retrains that method's models alone."""
+    original = method_code_versions()
+    assert len(set(original.values())) == len(original)
+    graph = edited_package(
+        tmp_path / "a", {"methods/graph_text_cl.py": lambda s: s + "\n# an edit\n"}
+    )
+    assert changed(original, method_code_versions(graph, tmp_path)) == {"graph_text_cl"}
+    loop = edited_package(tmp_path / "b", {"training/trainer.py": lambda s: s + "\n# an edit\n"})
+    assert changed(original, method_code_versions(loop, tmp_path)) == set(original)
+
+
 @pytest.mark.slow
 def test_parser_change_rebuilds_only_its_downstream(materialized, tmp_path: Path) -> None:
     run = with_package(

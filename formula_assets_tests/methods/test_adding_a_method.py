@@ -14,13 +14,14 @@ import pyarrow.parquet as pq
 import pytest
 import torch
 from torch import nn
+from upath import UPath
 
 from formula_assets.core.profiles import MethodSettings, Profile
 from formula_assets.core.protocol import ENSEMBLE
 from formula_assets.core.settings import EXTRA_METHODS_ENV
 from formula_assets.methods import registry
 from formula_assets.methods.base import FormulaQuery, Method, TrainedMethod
-from formula_assets.training.artifacts import ModelDescription
+from formula_assets.training.artifacts import ModelDescription, model_directory, stored_description
 from formula_assets.training.data import AlignmentData
 from formula_assets.training.inputs import MatrixInputs
 from formula_assets.training.models import Temperature
@@ -127,10 +128,16 @@ def test_a_method_defined_here_is_trained_scored_and_searched(materialized, tmp_
     run.env = with_toy(run.env)
     refresh = run.run("refresh")
     assert refresh.returncode == 0, refresh.stderr[-3000:]
-    # its source is in the code versions: every model retrains, its five folds are new
+    # its source is in fold_models' code version: every partition runs, its five are new
     assert f"fold_models×{5 * (len(registry.trained()) + 1)}" in ran(refresh.stdout)
     for fold in range(1, 6):
         assert (run.lake / "fold_models" / str(fold) / NAME / "CURRENT").exists()
+        # the other methods' recipes are unchanged: their stored models are reused, not
+        # trained again (a training would record another duration)
+        for method in registry.trained():
+            reused = stored_description(model_directory(UPath(run.lake), fold, method))
+            before = stored_description(model_directory(UPath(baseline.lake), fold, method))
+            assert reused.recipe and reused == before
 
     scores = pq.read_table(run.lake / "retrieval_scores.parquet")
     methods = list(dict.fromkeys(scores["method"].to_pylist()))

@@ -106,6 +106,7 @@ def test_default_training_hooks() -> None:
     semantic.matrix[0, 0] = 99  # a copy: the data stays as it was
     assert data.semantic[0, 0] == 1
     assert Dual().base_models(profile) == []  # starts from no pretrained model of its own
+    assert Dual().base_identities(profile) == []
 
 
 def test_build_gives_one_network_or_the_average_of_its_runs() -> None:

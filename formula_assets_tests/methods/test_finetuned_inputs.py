@@ -224,6 +224,28 @@ def test_its_base_models_are_named_one_per_run_the_packaged_one_by_its_name() ->
     ]
 
 
+def test_its_base_identities_are_its_base_folders_content_one_per_run(folder, mpnet_folder) -> None:
+    """A training recipe holds them: a base model changed in place retrains its models."""
+    from dataclasses import replace
+
+    smoke = get_profile("smoke")
+    one = replace(
+        smoke, sbert_finetuned_cl=replace(smoke.sbert_finetuned_cl, base_model=str(folder))
+    )
+    assert METHOD.base_identities(one) == [folder_hash(folder).digest]
+    joined = replace(
+        smoke,
+        sbert_finetuned_cl=replace(
+            smoke.sbert_finetuned_cl, base_model=f"{folder}+{mpnet_folder}", frozen_layers=(1, 2)
+        ),
+    )
+    assert METHOD.base_identities(joined) == [
+        folder_hash(folder).digest,
+        folder_hash(mpnet_folder).digest,
+    ]
+    assert folder_hash(folder).digest != folder_hash(mpnet_folder).digest
+
+
 def test_the_frozen_pass_goes_through_the_assets_store_and_log(
     folder, tmp_path, monkeypatch
 ) -> None:

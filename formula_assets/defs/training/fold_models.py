@@ -1,7 +1,6 @@
 """`fold_models`: one trained aligner per fold × method, early-stopped on validation. The
 method partitions are the registry's trained methods (`formula_assets.methods.registry`)."""
 
-import json
 from dataclasses import asdict
 
 import dagster as dg
@@ -9,7 +8,7 @@ import pyarrow as pa
 from pydantic import Field
 
 from formula_assets.core.arrow import recorded_model
-from formula_assets.core.hashing import bytes_hash, table_content_hash
+from formula_assets.core.hashing import bytes_hash
 from formula_assets.core.profiles import get_profile
 from formula_assets.core.protocol import FOLDS
 from formula_assets.core.settings import (
@@ -18,9 +17,10 @@ from formula_assets.core.settings import (
     frozen_layers_store,
     vectors_problem,
 )
-from formula_assets.core.versioning import code_version
+from formula_assets.core.versioning import code_version, is_package_module
 from formula_assets.defs import metadata
 from formula_assets.methods import registry
+from formula_assets.methods.base import TrainedMethod
 
 # the observable source of the sentence models' identity (by name: importing its module would
 # put the embedding code into this asset's code version)
@@ -39,6 +39,23 @@ class TrainingConfig(dg.Config):
         description="smoke | default | medium | large | paper; unset: FORMULA_ASSETS_PROFILE, else "
         "default",
     )
+    retrain: bool = Field(
+        default=False,
+        description="train even where the stored model was made by the same recipe (code, "
+        "inputs, settings), which is otherwise reused",
+    )
+
+
+def method_code_version(method: TrainedMethod) -> str:
+    """The code one method's partitions run: this module's closure short of the registry
+    (the shared training code, not the other methods) and the method's own module's. A
+    method from outside the package: the asset's whole code version, which holds its source
+    (the `extra_methods` setting)."""
+    module = type(method).__module__
+    if not is_package_module(module):
+        return code_version(__name__)
+    shared = code_version(__name__, without=frozenset({registry.__name__}))
+    return bytes_hash(shared, code_version(module))
 
 
 @dg.asset(
@@ -47,6 +64,8 @@ class TrainingConfig(dg.Config):
     io_manager_key="model_io_manager",
     kinds={"pytorch", "safetensors"},
     pool="training",
+    # the model store: a partition whose stored model the same recipe made reuses it
+    required_resource_keys={"model_io_manager"},
     # the pretrained models a method starts from (the fine-tuned encoder's base models) are
     # read here, not only through the embeddings: their observed files are an input
     deps=[SENTENCE_MODEL],
@@ -69,7 +88,8 @@ def fold_models(
     """A contrastive aligner per fold × method, early-stopped on validation, never on test."""
     from formula_assets.training import artifacts
     from formula_assets.training.data import alignment_data
-    from formula_assets.training.fold import train_fold
+    from formula_assets.training.fold import default_device, train_fold
+    from formula_assets.training.recipe import recipe, stored_model, with_recipe
     from formula_assets.training.sentence_encoder import frozen_store
 
     keys = context.partition_key.keys_by_dimension
@@ -87,7 +107,7 @@ def fold_models(
         problem = vectors_problem(settings, recorded_model(table))
         if problem:
             raise dg.Failure(problem)
-    data = alignment_data(
+    tables = (
         cv_folds,
         opt_graphs,
         semantic_embeddings,
@@ -96,31 +116,43 @@ def fold_models(
         concept_annotations,
         concept_symbols,
     )
+    trainable = registry.trained_method(method)
+    device = default_device()
     # folds trained side by side split the fine-tuned encoder's frozen-layer pass, beside the
     # embedding cache, and find its packaged base models in the model directory (the
     # settings, not the sentence_embedder resource: its settings are not this asset's, and
     # its code version would follow them)
     store = frozen_layers_store(settings.embedding_cache)
     with frozen_store(store, context.log.warning, settings.model_dir):
-        trained = train_fold(
-            registry.trained_method(method), fold, data, profile, log=context.log.info
-        )
-    described = trained.description
-    if described.deterministic:
-        version = artifacts.content_hash(trained)
-    else:  # the same recipe gives other bits here: name the recipe (see training/determinism)
-        version = bytes_hash(
-            "recipe",
-            code_version(__name__),
-            *(table_content_hash(t) for t in (cv_folds, opt_graphs, semantic_embeddings)),
-            table_content_hash(opt_text_embeddings),
-            table_content_hash(opt_token_embeddings),
-            table_content_hash(concept_annotations),
-            table_content_hash(concept_symbols),
-            json.dumps(profile.as_dict(), sort_keys=True),
+        made_by = recipe(
+            method_code_version(trainable),
+            tables,
+            profile,
+            trainable.settings(profile),
             method,
-            str(fold),
+            fold,
+            device,
+            trainable.base_identities(profile),
         )
+        directory = context.resources.model_io_manager.model_directory(fold, method)
+        trained = None if config.retrain else stored_model(directory, made_by)
+        reused = trained is not None
+        if trained is not None:
+            context.log.info(
+                f"fold {fold} × {method}: the stored model was made by this recipe (code, "
+                "inputs, settings); reused, not trained again"
+            )
+        else:
+            trained = with_recipe(
+                train_fold(
+                    trainable, fold, alignment_data(*tables), profile, device, context.log.info
+                ),
+                made_by,
+            )
+    described = trained.description
+    # the same recipe gives other bits where training is not deterministic: name the recipe
+    # (see training/determinism)
+    version = artifacts.content_hash(trained) if described.deterministic else made_by
     return dg.Output(
         trained,
         data_version=dg.DataVersion(version),
@@ -131,6 +163,7 @@ def fold_models(
             "seed": described.seed,
             "device": described.device,
             "deterministic": described.deterministic,
+            "reused": reused,
             "best_epoch": described.best_epoch,
             "epochs_run": described.epochs_run,
             "best_validation_mrr": described.best_validation_mrr,
