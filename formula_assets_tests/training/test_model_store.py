@@ -106,6 +106,22 @@ def test_a_damaged_version_fails_with_its_missing_file(tmp_path: Path) -> None:
             load_model(directory)
 
 
+def test_the_stored_description_is_read_without_the_weights(tmp_path: Path) -> None:
+    """What a recipe is compared with before a stored model is loaded."""
+    directory = UPath(tmp_path)
+    save_model(model(1.0), directory)
+    newest = dataclasses.replace(
+        model(2.0), description=dataclasses.replace(described(value=2.0), recipe="r2")
+    )
+    save_model(newest, directory)
+    (current_version(directory) / WEIGHTS).unlink()
+    assert artifacts.stored_description(directory) == newest.description
+    assert ModelDescription.from_json(newest.description.to_json()).recipe == "r2"
+    assert "recipe" not in model(1.0).description.to_json()  # none yet: not written
+    with pytest.raises(FileNotFoundError):
+        artifacts.stored_description(UPath(tmp_path / "none"))
+
+
 def test_weights_are_deterministic_safetensors() -> None:
     """The same tensors give the same bytes, whatever the order the state lists them in."""
     raw = weights_bytes(model())
