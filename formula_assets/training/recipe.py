@@ -52,7 +52,9 @@ def recipe(
         "recipe",
         code,
         *(table_content_hash(t) for t in tables),
-        json.dumps({**shared, "settings": asdict(settings)}, sort_keys=True, default=str),
+        # keys in the order written here and in MethodSettings (an edit to either is a code
+        # change, in the recipe already)
+        json.dumps({**shared, "settings": asdict(settings)}, default=str),
         method,
         str(fold),
         device,

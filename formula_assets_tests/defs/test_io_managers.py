@@ -118,6 +118,15 @@ def fold_weights(fold_model: TrainedModel) -> pa.Table:
     return pa.table({"w": fold_model.state["w"].tolist(), "method": [fold_model.method] * 3})
 
 
+def test_the_model_store_names_a_partitions_folder_under_its_own_root(tmp_path: Path) -> None:
+    """Where `fold_models` looks for a model its recipe may reuse: the folder it saves to."""
+    store = ModelUPathIOManager(base_path=UPath(tmp_path / "models"))
+    directory = store.model_directory(2, "sbert_dual_cl")
+    assert directory == UPath(tmp_path / "models") / "fold_models" / "2" / "sbert_dual_cl"
+    save_model(TrainedModel(described(), {"w": torch.zeros(2)}), directory)
+    assert load_model(store.model_directory(2, "sbert_dual_cl")).state["w"].tolist() == [0.0, 0.0]
+
+
 def test_models_are_versioned_folders_read_back_by_their_children(tmp_path: Path) -> None:
     result = dg.materialize(
         [fold_model, fold_weights],
