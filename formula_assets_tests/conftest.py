@@ -31,36 +31,55 @@ PIPELINE_MODULES = frozenset(
         "test_end_to_end.py",
     )
 )
-PIPELINE_GROUP = "the materialized pipeline"
-# the collected modules with a test that reads it, before `-m` and `-k` deselect any
-READING_PIPELINE = pytest.StashKey[set[str]]()
+# The test modules that read every fold model trained on the small corpus (`small_fold_models`)
+SMALL_MODEL_MODULES = frozenset(
+    f"formula_assets_tests/{path}"
+    for path in (
+        "evaluation/test_retrieval.py",
+        "search/test_index.py",
+        "training/test_training.py",
+    )
+)
+# Each costly session fixture with the modules that read it: one unit on one worker, so the
+# fixture is built once
+UNITS = {"materialized": PIPELINE_MODULES, "small_fold_models": SMALL_MODEL_MODULES}
+# the collected modules with a test that reads each unit's fixture, before `-m` and `-k`
+# deselect any
+READERS = pytest.StashKey[dict[str, set[str]]]()
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    config.stash[READING_PIPELINE] = {
-        item.nodeid.split("::")[0]
-        for item in items
-        if "materialized" in getattr(item, "fixturenames", ())
+    config.stash[READERS] = {
+        fixture: {
+            item.nodeid.split("::")[0]
+            for item in items
+            if fixture in getattr(item, "fixturenames", ())
+        }
+        for fixture in UNITS
     }
 
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     """`make test` runs two pytest-xdist workers with `--dist loadfile`, refined here: the
-    modules of the materialized pipeline are one unit, so one worker builds it once and runs
-    them, while the other runs every other module (each whole, so no module fixture is built
-    twice). A serial run leaves one of two cores idle most of the time."""
+    modules that read one costly session fixture (`UNITS`) are one unit, so one worker builds
+    it once and runs them (the materialized pipeline's: the longest, so one worker spends
+    most of the run on it), while the other takes every other module, each whole, so no
+    module fixture is built twice. A serial run leaves one of two cores idle most of the
+    time."""
     if config.getvalue("dist") != "loadfile":
         return None
     from xdist.scheduler import LoadFileScheduling
 
-    class PipelineAsOneFile(LoadFileScheduling):
+    unit_of = {module: fixture for fixture, modules in UNITS.items() for module in modules}
+
+    class UnitsAsOneFile(LoadFileScheduling):
         def _split_scope(self, nodeid: str) -> str:
             module = nodeid.split("::")[0]
-            return PIPELINE_GROUP if module in PIPELINE_MODULES else module
+            return unit_of.get(module, module)
 
-    return PipelineAsOneFile(config, log)
+    return UnitsAsOneFile(config, log)
 
 
 @pytest.fixture
@@ -113,6 +132,23 @@ def small_corpus() -> SmallCorpus:
         parse_options("distinct"),
     )
     return SmallCorpus(formulae, graphs, annotations, semantic, opt_text, folds, tokens, symbols)
+
+
+@pytest.fixture(scope="session")
+def small_fold_models(small_corpus) -> dict[tuple[int, str], Any]:
+    """Every fold × trained method on the small corpus (`SMALL_PROFILE`), trained once per
+    worker for the modules that only read them: never change one."""
+    from formula_assets.core.protocol import FOLDS
+    from formula_assets.methods import registry
+    from formula_assets.training.fold import train_fold
+    from formula_assets_tests.support.small import SMALL_PROFILE, small_data
+
+    data = small_data(small_corpus)
+    return {
+        (fold, method): train_fold(registry.trained_method(method), fold, data, SMALL_PROFILE)
+        for fold in FOLDS
+        for method in registry.trained()
+    }
 
 
 @pytest.fixture(scope="session")

@@ -1,20 +1,28 @@
-"""`make test`'s two workers: the modules of the materialized pipeline run as one unit
-(conftest.py), so the list of them must be complete."""
+"""`make test`'s two workers: the modules that read one costly session fixture run as one
+unit (conftest.py), so each unit's list of them must be complete."""
 
 import pytest
 
-from formula_assets_tests.conftest import PIPELINE_MODULES, READING_PIPELINE
+from formula_assets_tests.conftest import READERS, UNITS
 from formula_assets_tests.support.pipeline import ROOT
 
 
-def test_every_module_reading_the_materialized_pipeline_is_listed(
-    request: pytest.FixtureRequest,
+@pytest.mark.parametrize("fixture", sorted(UNITS))
+def test_every_module_reading_a_units_fixture_is_listed(
+    request: pytest.FixtureRequest, fixture: str
 ) -> None:
-    """A module left out would build the pipeline on the second worker too (of the modules
+    """A module left out would build the fixture on the second worker too (of the modules
     this run collected, deselected tests included: `make test` collects them all)."""
-    assert request.config.stash[READING_PIPELINE] <= PIPELINE_MODULES
+    assert request.config.stash[READERS][fixture] <= UNITS[fixture]
 
 
-def test_every_listed_module_exists() -> None:
-    """A module renamed or removed leaves no name behind."""
-    assert all((ROOT / name).is_file() for name in PIPELINE_MODULES)
+@pytest.mark.parametrize("fixture", sorted(UNITS))
+def test_every_listed_module_exists_and_reads_the_fixture(fixture: str) -> None:
+    """A module renamed or removed leaves no name behind; one listed reads the fixture."""
+    assert all((ROOT / name).is_file() for name in UNITS[fixture])
+    assert all(fixture in (ROOT / name).read_text() for name in UNITS[fixture])
+
+
+def test_no_module_is_in_two_units() -> None:
+    modules = [m for unit in UNITS.values() for m in unit]
+    assert len(modules) == len(set(modules))

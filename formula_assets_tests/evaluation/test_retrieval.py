@@ -5,7 +5,6 @@ import dataclasses
 import numpy as np
 import pytest
 
-from formula_assets.core.profiles import get_profile
 from formula_assets.core.protocol import DIRECTIONS, FOLDS
 from formula_assets.evaluation.hubness import HUBNESS_KS
 from formula_assets.evaluation.inputs import evaluation_inputs
@@ -13,10 +12,7 @@ from formula_assets.evaluation.retrieval import ensemble_choices, ensemble_table
 from formula_assets.evaluation.significance import best_method, comparison_pairs, significance
 from formula_assets.methods import registry
 from formula_assets.training.artifacts import embeddings_table
-from formula_assets.training.data import alignment_data
-from formula_assets.training.fold import train_fold
 
-PROFILE = dataclasses.replace(get_profile("smoke"), validation_fraction=0.2)
 LINEUP = registry.lineup()
 
 
@@ -27,21 +23,8 @@ def inputs(small_corpus):
 
 
 @pytest.fixture(scope="module")
-def models(small_corpus):
-    data = alignment_data(
-        small_corpus.folds,
-        small_corpus.graphs,
-        small_corpus.semantic,
-        small_corpus.opt_text,
-        small_corpus.tokens,
-        small_corpus.annotations,
-        small_corpus.symbols,
-    )
-    return {
-        (f, m): train_fold(registry.trained_method(m), f, data, PROFILE)
-        for f in FOLDS
-        for m in LINEUP.trained
-    }
+def models(small_fold_models):
+    return small_fold_models
 
 
 @pytest.fixture(scope="module")

@@ -17,6 +17,7 @@ from formula_assets_tests.support.pipeline import (
     ROOT,
     copy_pipeline,
     edited_package,
+    listed,
     ran,
     with_package,
 )
@@ -138,16 +139,32 @@ def test_parser_change_rebuilds_only_its_downstream(materialized, tmp_path: Path
 
 @pytest.mark.slow
 def test_annotation_change_rebuilds_only_the_semantic_side(materialized, tmp_path: Path) -> None:
+    """Step by step, without the training the parser change's refresh already carries a
+    cascade through: the edited annotation texts make their asset stale, its new data its
+    readers, the sentence vectors' new data theirs; nothing of the syntactic side, ever."""
     run = copy_pipeline(materialized[0], tmp_path)
     run = with_package(run, edited_package(tmp_path, DROP_ITEM_DESCRIPTION))
-    stale = run.run("stale")
-    listed = {line.split("\t")[0] for line in stale.stdout.splitlines()}
-    assert listed == {"concept_annotations", AUDIT}
-    refresh = run.run("refresh")
-    assert refresh.returncode == 0, refresh.stderr[-2000:]
-    assert ran(refresh.stdout) == {"concept_annotations", "semantic_embeddings", *DOWNSTREAM_OF_OPT}
-    assert "opt_graphs" not in ran(refresh.stdout)
-    assert run.run("stale").stdout.strip() == ""
+    new_code = "has a new code version"
+    assert listed(run.run("stale").stdout) == {"concept_annotations": new_code, AUDIT: new_code}
+
+    built = run.materialize("concept_annotations")
+    assert built.returncode == 0, built.stderr[-2000:]
+    annotations = "has a new dependency data version (concept_annotations)"
+    trained = f"fold_models×{5 * len(registry.trained())}"
+    readers = {trained, "ensemble_choices", "retrieval_scores", "significance_tests"}
+    stale = listed(run.run("stale").stdout)
+    assert stale == {"semantic_embeddings": annotations, AUDIT: new_code} | dict.fromkeys(
+        readers, annotations
+    )
+
+    built = run.materialize("semantic_embeddings")
+    assert built.returncode == 0, built.stderr[-2000:]
+    stale = listed(run.run("stale").stdout)
+    vectors = "has a new dependency data version (semantic_embeddings)"
+    assert set(stale) == DOWNSTREAM_OF_OPT
+    assert all(vectors in why for why in stale.values())  # each reads the vectors itself
+    assert {name for name, why in stale.items() if annotations in why} == readers
+    assert not {"opt_graphs", "opt_text_embeddings", "structural_embeddings"} & set(stale)
 
 
 @pytest.mark.slow

@@ -9,7 +9,6 @@ import pyarrow.compute as pc
 import pytest
 
 from formula_assets.core.arrow import embedding_matrix
-from formula_assets.core.profiles import get_profile
 from formula_assets.core.protocol import DIRECTIONS, ENSEMBLE, FOLDS
 from formula_assets.evaluation.ensemble import EnsembleChoice
 from formula_assets.evaluation.hubness import SpaceHubness
@@ -20,10 +19,7 @@ from formula_assets.search.checks import index_complete
 from formula_assets.search.index import build_search_index, held_out_quality, serving_fold
 from formula_assets.search.layout import index_summary, serving_vectors
 from formula_assets.training.artifacts import embeddings_table
-from formula_assets.training.data import alignment_data
-from formula_assets.training.fold import train_fold
 
-PROFILE = dataclasses.replace(get_profile("smoke"), validation_fraction=0.2)
 TRAINED = registry.trained()
 INDEXED = registry.indexed()
 
@@ -37,16 +33,8 @@ def frozen(small_corpus):
 
 
 @pytest.fixture(scope="module")
-def models(small_corpus):
-    c = small_corpus
-    data = alignment_data(
-        c.folds, c.graphs, c.semantic, c.opt_text, c.tokens, c.annotations, c.symbols
-    )
-    return {
-        (f, m): train_fold(registry.trained_method(m), f, data, PROFILE)
-        for f in FOLDS
-        for m in TRAINED
-    }
+def models(small_fold_models):
+    return small_fold_models
 
 
 @pytest.fixture(scope="module")

@@ -31,6 +31,26 @@ class Pipeline:
             timeout=timeout,
         )
 
+    def materialize(self, *assets: str, timeout: int = 600) -> subprocess.CompletedProcess[str]:
+        """Only these assets, through Dagster's API, with this pipeline's package and
+        instance (run outside the checkout: `python -c` puts its working directory first on
+        the path, before an edited package on PYTHONPATH)."""
+        script = (
+            "import sys, dagster as dg; from formula_assets.definitions import defs;"
+            "job = defs.resolve_implicit_global_asset_job_def();"
+            "keys = [dg.AssetKey(a) for a in sys.argv[1:]];"
+            "r = job.execute_in_process(instance=dg.DagsterInstance.get(), asset_selection=keys);"
+            "sys.exit(0 if r.success else 1)"
+        )
+        return subprocess.run(
+            [sys.executable, "-c", script, *assets],
+            cwd=self.home.parent,
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+
 
 def copy_pipeline(source: Pipeline, tmp: Path) -> Pipeline:
     """The same materialized state (instance and lake) in a new place, to change freely."""
@@ -74,6 +94,24 @@ def ran(stdout: str) -> set[str]:
             out.add(f"{name}×{tail.split()[0]}")
         else:
             out |= {name.strip() for name in rest.split(",")}
+    return out
+
+
+def listed(stdout: str) -> dict[str, str]:
+    """`stale`'s listing: each asset's reasons; a partitioned asset's as `asset×N` with the
+    reasons of its partitions joined."""
+    reasons: dict[str, set[str]] = {}
+    for line in stdout.splitlines():
+        name, _status, reason = line.split("\t")
+        reasons.setdefault(name.split("[")[0], set()).add(reason)
+        if "[" in name:
+            reasons.setdefault(name, set())
+    out: dict[str, str] = {}
+    for name, why in reasons.items():
+        if "[" in name:
+            continue
+        count = sum(1 for other in reasons if other.startswith(f"{name}["))
+        out[f"{name}×{count}" if count else name] = "; ".join(sorted(why))
     return out
 
 

@@ -20,12 +20,12 @@ from formula_assets.training.artifacts import (
     load_model,
     save_model,
 )
-from formula_assets.training.data import alignment_data
 from formula_assets.training.fold import RUN_SEED_STRIDE
 from formula_assets.training.fold import train_fold as train_method
 from formula_assets.training.trainer import encode
+from formula_assets_tests.support.small import SMALL_PROFILE, small_data
 
-PROFILE = dataclasses.replace(get_profile("smoke"), validation_fraction=0.2)
+PROFILE = SMALL_PROFILE  # the profile `data` and `trained` were made with
 METHODS = registry.trained()
 # the methods trained by gradient (the others are fitted in closed form: no epochs)
 GRADIENT = [m for m in METHODS if registry.trained_method(m).settings(PROFILE).epochs > 0]
@@ -41,20 +41,13 @@ def build_model(description: ModelDescription):
 
 @pytest.fixture(scope="module")
 def data(small_corpus):
-    return alignment_data(
-        small_corpus.folds,
-        small_corpus.graphs,
-        small_corpus.semantic,
-        small_corpus.opt_text,
-        small_corpus.tokens,
-        small_corpus.annotations,
-        small_corpus.symbols,
-    )
+    return small_data(small_corpus)
 
 
 @pytest.fixture(scope="module")
-def trained(data):
-    return {method: train_fold(method, 1, data, PROFILE) for method in METHODS}
+def trained(small_fold_models):
+    """Fold 1's model of each method (trained with `data`'s content and PROFILE)."""
+    return {method: small_fold_models[(1, method)] for method in METHODS}
 
 
 def data_inputs(data, description: ModelDescription, formula_vectors: np.ndarray | None = None):
