@@ -1,7 +1,8 @@
 """A real `dg dev` (web server, daemon, code server) on 127.0.0.1 for tests, and its GraphQL.
 
-`dg dev` started from a non-interactive shell may ignore SIGINT and SIGTERM, so it runs in a
-process group of its own that is stopped as a whole, however the test ends. A few helpers of
+`dg dev` runs in a process group of its own, with SIGINT handled (a test process started in
+the background of a shell inherits it ignored), and the group is stopped as a whole, however
+the test ends. A few helpers of
 its runs (log tailers and their watchers) outlive the group for a moment: every process of
 that instance (its DAGSTER_HOME in the environment) is waited for, then killed.
 """
@@ -78,6 +79,10 @@ def launch_job(base: str, job: str) -> str:
     return data["run"]["runId"]
 
 
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @contextmanager
 def dagster_dev(env: Mapping[str, str], log: Path, timeout: float = 180) -> Iterator[str]:
     """`dg dev` on a free port of 127.0.0.1 with `env` (its DAGSTER_HOME); yields the base
@@ -91,6 +96,10 @@ def dagster_dev(env: Mapping[str, str], log: Path, timeout: float = 180) -> Iter
             stdout=out,
             stderr=subprocess.STDOUT,
             start_new_session=True,  # its own process group: stopped as a whole below
+            # it stops its web server and daemon with SIGINT, which a process started in the
+            # background of a non-interactive shell (a CI's) inherits as ignored: they would
+            # outlive SIGTERM until the SIGKILL 30 s later
+            preexec_fn=_default_sigint,
         )
     base = f"http://127.0.0.1:{port}"
     try:
