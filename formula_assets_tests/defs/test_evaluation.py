@@ -29,7 +29,14 @@ def test_the_audit_tells_its_run_log_when_the_frozen_layer_store_refuses_writes(
         ignore=shutil.ignore_patterns("frozen_layers"),
     )
     (cache / "frozen_layers").write_text("not a folder")
-    env = {**run.env, "FORMULA_ASSETS_EMBEDDING_CACHE": str(cache), "VIRTUAL_ENV": sys.prefix}
+    env = {
+        **run.env,
+        "FORMULA_ASSETS_EMBEDDING_CACHE": str(cache),
+        "VIRTUAL_ENV": sys.prefix,
+        # the run's steps in its own process: a process per step and check loads the
+        # definitions again each time (62 s → 41 s for this test, idle)
+        "FORMULA_ASSETS_EXECUTOR": "in_process",
+    }
     launched = subprocess.run(
         [str(Path(sys.executable).parent / "dg"), "launch", "--assets", "annotation_audit"],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=600,
