@@ -6,6 +6,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -101,18 +102,16 @@ def listed(stdout: str) -> dict[str, str]:
     """`stale`'s listing: each asset's reasons; a partitioned asset's as `asset×N` with the
     reasons of its partitions joined."""
     reasons: dict[str, set[str]] = {}
+    partitions: Counter[str] = Counter()
     for line in stdout.splitlines():
         name, _status, reason = line.split("\t")
-        reasons.setdefault(name.split("[")[0], set()).add(reason)
-        if "[" in name:
-            reasons.setdefault(name, set())
-    out: dict[str, str] = {}
-    for name, why in reasons.items():
-        if "[" in name:
-            continue
-        count = sum(1 for other in reasons if other.startswith(f"{name}["))
-        out[f"{name}×{count}" if count else name] = "; ".join(sorted(why))
-    return out
+        asset = name.split("[")[0]
+        reasons.setdefault(asset, set()).add(reason)
+        partitions[asset] += "[" in name
+    return {
+        f"{asset}×{partitions[asset]}" if partitions[asset] else asset: "; ".join(sorted(why))
+        for asset, why in reasons.items()
+    }
 
 
 def pipeline(tmp: Path, embedding_cache: Path, **extra: str) -> Pipeline:
