@@ -205,11 +205,14 @@ class TrainedMethod(Method):
 
     def loaded(self, trained: TrainedModel) -> LoadedModel:
         """A trained model (a `fold_models` value) as a network that encodes queries: built
-        as its description says, its weights loaded strictly (a network they do not fit is
-        an error, not a half-trained model) and in eval mode, so dropout is off and a query
-        always gets the same vector. The search and the audit both load models here."""
+        as its description says (a base model's frozen part from its files), its stored
+        weights loaded strictly (a network they do not fit is an error, not a half-trained
+        model) and in eval mode, so dropout is off and a query always gets the same vector.
+        The search and the audit both load models here."""
+        from formula_assets.training.weights import load_kept_state
+
         module = self.build(trained.description)
-        module.load_state_dict(trained.state)
+        load_kept_state(module, trained.state)
         module.eval()
         return LoadedModel(trained.description, module)
 

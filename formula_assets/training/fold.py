@@ -31,6 +31,7 @@ from formula_assets.training.folds import split_rows
 from formula_assets.training.inputs import FoldRows, Inputs, Prepared, run_inputs
 from formula_assets.training.models import RunAverage
 from formula_assets.training.trainer import TrainSettings, encode, retrieval_quality, train
+from formula_assets.training.weights import kept_state
 
 # The training profile (sizes, epochs, seeds) changes every model: it enters the code version.
 RESULT_SETTINGS = ("profile",)
@@ -186,7 +187,7 @@ def train_fold(
     )
     return TrainedModel(
         description=description,
-        state={k: v.detach().cpu() for k, v in model.state_dict().items()},
+        state=kept_state(model),
         history=history,
         embeddings=embeddings_table(data.qids, [roles[q] for q in data.qids], z_struct, z_sem),
     )

@@ -23,9 +23,9 @@ from typing import NamedTuple
 
 import numpy as np
 import torch
-from torch import nn
 
 from formula_assets.training.models import Temperature
+from formula_assets.training.weights import PretrainedPart
 
 # the initial temperature of sentence-transformers' in-batch-negatives loss (scale 20)
 INITIAL_TEMPERATURE = 0.05
@@ -171,7 +171,7 @@ def length_sorted_chunks(items: Sequence[Sequence]) -> list[list[int]]:
     return [order[start : start + EVAL_CHUNK] for start in range(0, len(order), EVAL_CHUNK)]
 
 
-class SentenceTower(nn.Module):
+class SentenceTower(PretrainedPart):
     """`sbert_finetuned_cl`'s network: one BERT (or MPNet) with mean pooling for both sides
     (its vectors are compared by cosine, as the frozen model's are).
 
@@ -196,6 +196,12 @@ class SentenceTower(nn.Module):
             for module in self.bert.below(frozen_layers):
                 module.requires_grad_(False)
         self.temperature = Temperature(INITIAL_TEMPERATURE)
+
+    def base_keys(self) -> set[str]:
+        """The frozen part's weights: the base model's, which a stored model leaves out."""
+        below = self.bert.below(self.frozen_layers)
+        frozen = {id(p) for module in below for p in module.parameters()}
+        return {name for name, p in self.named_parameters() if id(p) in frozen}
 
     def _device(self) -> torch.device:
         return self.bert.embeddings.word_embeddings.weight.device

@@ -79,6 +79,17 @@ def test_frozen_layers_keep_their_weights_fixed(folder, frozen: int) -> None:
         assert parameter.requires_grad == expected, name
 
 
+@pytest.mark.parametrize("frozen", [0, 1, 3])
+def test_a_stored_tower_leaves_out_exactly_its_frozen_weights(folder, frozen: int) -> None:
+    """What a model does not store, it takes from the base model's files: only weights
+    that training never moves."""
+    tower = SentenceTower(folder, frozen)
+    fixed = {name for name, p in tower.named_parameters() if not p.requires_grad}
+    assert tower.base_keys() == fixed
+    assert len(fixed) == (5 + 16 * frozen if frozen else 0)  # embeddings: 3 tables, LayerNorm
+    assert "temperature.log_scale" not in tower.base_keys()
+
+
 def test_an_mpnet_tower_freezes_the_shared_position_bias_with_its_lowest_layers(
     tmp_path: Path, ids
 ) -> None:
@@ -87,6 +98,7 @@ def test_an_mpnet_tower_freezes_the_shared_position_bias_with_its_lowest_layers(
     folder = tiny_bert(tmp_path / "mpnet", architecture="mpnet")
     tower = SentenceTower(folder, frozen_layers=2)
     assert not tower.bert.encoder.relative_attention_bias.weight.requires_grad
+    assert "bert.encoder.relative_attention_bias.weight" in tower.base_keys()
     assert not any(p.requires_grad for p in tower.bert.encoder.layer[1].parameters())
     assert all(p.requires_grad for p in tower.bert.encoder.layer[2].parameters())
     assert all(p.requires_grad for p in SentenceTower(folder).parameters())
