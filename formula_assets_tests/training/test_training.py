@@ -23,6 +23,7 @@ from formula_assets.training.artifacts import (
 from formula_assets.training.fold import RUN_SEED_STRIDE
 from formula_assets.training.fold import train_fold as train_method
 from formula_assets.training.trainer import encode
+from formula_assets.training.weights import load_kept_state
 from formula_assets_tests.support.small import SMALL_PROFILE, small_data
 
 PROFILE = SMALL_PROFILE  # the profile `data` and `trained` were made with
@@ -71,7 +72,7 @@ def rebuilt_test_vectors(
     """The test rows' (structural, semantic) vectors of the model rebuilt from its description
     and weights (loaded strictly); `description` replaces the one its inputs are read with."""
     rebuilt = build_model(model.description)
-    rebuilt.load_state_dict(model.state)
+    load_kept_state(rebuilt, model.state)
     semantic = semantic_inputs(data, model.description)
     inputs = data_inputs(data, description or model.description, formula_vectors)
     zs, zm = encode(rebuilt, inputs, semantic, np.arange(len(data.qids)))
@@ -196,7 +197,7 @@ def test_safetensors_round_trip_reproduces_the_model(
     assert all(torch.equal(loaded.state[k], model.state[k]) for k in model.state)
     assert loaded.embeddings.equals(model.embeddings)
     rebuilt = build_model(loaded.description)
-    rebuilt.load_state_dict(loaded.state)
+    load_kept_state(rebuilt, loaded.state)
     rows = np.arange(len(data.qids))
     semantic = semantic_inputs(data, loaded.description)
     structural = data_inputs(data, loaded.description)
@@ -319,7 +320,7 @@ def test_a_model_of_several_runs_averages_independent_seeds(data, method: str) -
     assert sorted({h["run"] for h in model.history}) == [0, 1]
     assert model.description.epochs_run == sum(r.epochs_run for r in runs)
     rebuilt = build_model(model.description)
-    rebuilt.load_state_dict(model.state)  # the two networks, strictly
+    load_kept_state(rebuilt, model.state)  # the two networks, strictly
     _, structural, semantic = model.split_vectors("test")
     assert structural.shape[1] == 2 * settings.out_dim
     assert rebuilt_cosines(rebuilt, data, model.description, model) == pytest.approx(
@@ -329,12 +330,13 @@ def test_a_model_of_several_runs_averages_independent_seeds(data, method: str) -
     method = registry.trained_method(method)
     for run in range(2):
         network = method.network(model.description)
-        network.load_state_dict(
+        load_kept_state(
+            network,
             {
                 k.removeprefix(f"runs.{run}."): v
                 for k, v in model.state.items()
                 if k.startswith(f"runs.{run}.")
-            }
+            },
         )
         one = dataclasses.replace(model.description.settings, runs=1)
         described = dataclasses.replace(model.description, settings=one)
