@@ -180,9 +180,9 @@ class SentenceTower(PretrainedPart):
     then be those layers' output (`HiddenInputs`, made by `lower`) instead of token ids, and
     only the layers above run."""
 
-    def __init__(self, folder: Path, frozen_layers: int = 0, pretrained: bool = True) -> None:
-        """`pretrained`: start from the folder's weights (training); otherwise only its
-        architecture (a trained tower's weights are loaded over it)."""
+    def __init__(self, folder: Path, frozen_layers: int = 0) -> None:
+        """Always from the folder's weights: training starts from them, and a stored tower
+        holds only what training moved (`base_keys` are the folder's)."""
         super().__init__()
         from formula_assets.semantics.bert import BertEncoder, folder_weights
 
@@ -190,8 +190,7 @@ class SentenceTower(PretrainedPart):
         if not 0 <= frozen_layers <= self.bert.layers:
             raise ValueError(f"frozen_layers must be 0..{self.bert.layers}, not {frozen_layers}")
         self.frozen_layers = frozen_layers
-        if pretrained:
-            self.bert.load_state_dict(folder_weights(folder))
+        self.bert.load_state_dict(folder_weights(folder))
         if frozen_layers:
             for module in self.bert.below(frozen_layers):
                 module.requires_grad_(False)
