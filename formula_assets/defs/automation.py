@@ -5,10 +5,15 @@ parent *will be* rebuilt — even when the rebuilt parent turns out identical. H
 requested only when a parent's data version actually changed (or its own code version did),
 so the content-hash data versions stop a cascade under automation as they do under
 `formula-assets refresh`. Like `eager`, nothing is requested while a parent is missing or in
-progress; unlike it, assets already missing at the sensor's first evaluation are requested
-too (with their missing parents: the sensor emits a backfill, which runs parents first) —
-except one that a run is building right then (a `formula-assets refresh` started before the
-UI), and so nothing below it either, since those would read its old output.
+progress. Unlike it, nothing is requested while a parent will still change either (it waits on
+its own parents), so a change that reaches an asset by several paths builds it once; and
+assets already missing at the sensor's first evaluation are requested too (with their missing
+parents: the sensor emits a backfill, which runs parents first) — except one that a run is
+building right then (a `formula-assets refresh` started before the UI), and so nothing below
+it either, since those would read its old output. An asset whose run has just ended waits one
+evaluation, until that run's materialization is in view: an evaluation can see the run end
+before it sees what the run built, and would otherwise request the asset again for parent
+data that run had already read.
 
 The `sentence_model` source is observed by the sensor itself: at its first evaluation if it was
 never observed, then hourly (`MODEL_OBSERVATION`); a model whose files changed requests the
@@ -36,12 +41,29 @@ _TRIGGER = (
     | _AC.code_version_changed()
     | _AC.any_deps_match(_AC.data_version_changed()).with_label("any_dep_data_changed")
 )
+# An evaluation reads the assets' records once, at its start, and a run's status when it asks
+# whether the asset is in progress: a run that ends in between looks finished with nothing
+# materialized, while the parents' new data it read (built earlier in the same run) is in
+# view — the asset would be requested again. One evaluation later its materialization is in
+# view and resets the trigger; a run that really left it unbuilt is retried then.
+_RUN_JUST_ENDED = (~_AC.in_progress()).newly_true().with_label("its_run_just_ended")
+# A parent that will still change: being built, just built (not yet in view), or with a reason
+# of its own to rebuild that waits on its own parents. A child waits for all of them, so that a
+# change reaching it by several paths (the audit reads wikidata_formulae, cv_folds and, many
+# levels below them, fold_models and search_index) builds it once, from the new data of every
+# parent, not once per path and in between from new formulae with old models. (A missing
+# parent is `any_deps_missing`'s: requested in the same evaluation, it is built first in the
+# same run.)
+_WILL_CHANGE = (
+    (_TRIGGER.since_last_handled() & ~_AC.missing()) | _AC.in_progress() | _RUN_JUST_ENDED
+).with_label("will_change")
 AUTOMATION = (
     _AC.in_latest_time_window()
     & _TRIGGER.since_last_handled()
     & ~_AC.any_deps_missing()
-    & ~_AC.any_deps_in_progress()
+    & ~_AC.any_deps_match(_WILL_CHANGE).with_label("any_dep_will_change")
     & ~_AC.in_progress()
+    & ~_RUN_JUST_ENDED
 ).with_label("on_new_data") | (
     _AC.initial_evaluation() & _AC.missing() & ~_AC.in_progress() & ~_AC.any_deps_missing()
 ).with_label("missing_at_start")

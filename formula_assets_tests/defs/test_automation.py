@@ -42,3 +42,138 @@ def test_the_evaluation_interval_is_a_setting(monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.setenv("FORMULA_ASSETS_AUTOMATION_INTERVAL", "soon")
     with pytest.raises(ValueError, match="FORMULA_ASSETS_AUTOMATION_INTERVAL"):
         interval()
+
+
+def _parent_and_child(version: list[int]) -> tuple[dg.Definitions, dg.AssetsDefinition]:
+    """Two assets under the project's condition; the parent's data version is `version[0]`."""
+
+    @dg.asset(automation_condition=automation.AUTOMATION)
+    def parent() -> dg.Output[int]:
+        return dg.Output(version[0], data_version=dg.DataVersion(str(version[0])))
+
+    @dg.asset(automation_condition=automation.AUTOMATION)
+    def child(parent: int) -> int:
+        return parent
+
+    return dg.Definitions(assets=[parent, child]), child
+
+
+def _requested(result: dg.EvaluateAutomationConditionsResult) -> set[str]:
+    return {key for key in ("parent", "child") if result.get_num_requested(dg.AssetKey(key))}
+
+
+def _child_run_ends_out_of_view(
+    instance: dg.DagsterInstance,
+) -> tuple[dg.Definitions, dg.EvaluateAutomationConditionsResult]:
+    """The child's run is in flight while its parent gets new data, then ends before the
+    evaluation sees a materialization of the child (Dagster reads asset records once per
+    evaluation and run statuses later, so a run ending in between looks so)."""
+    version = [1]
+    defs, child = _parent_and_child(version)
+    assert dg.materialize(defs.assets, instance=instance).success  # type: ignore[arg-type]
+    result = dg.evaluate_automation_conditions(defs=defs, instance=instance)
+    result = dg.evaluate_automation_conditions(defs=defs, instance=instance, cursor=result.cursor)
+    assert _requested(result) == set()
+
+    run = instance.create_run_for_job(
+        defs.resolve_implicit_global_asset_job_def(),
+        asset_selection=frozenset({child.key}),
+        status=dg.DagsterRunStatus.STARTED,
+    )
+    version[0] = 2
+    assert dg.materialize(defs.assets, selection=["parent"], instance=instance).success  # type: ignore[arg-type]
+    result = dg.evaluate_automation_conditions(defs=defs, instance=instance, cursor=result.cursor)
+    assert _requested(result) == set()  # the child is being built
+    instance.report_run_canceled(instance.get_run_by_id(run.run_id))  # type: ignore[arg-type]
+    result = dg.evaluate_automation_conditions(defs=defs, instance=instance, cursor=result.cursor)
+    # the run has ended, nothing of it is in view yet: wait one evaluation
+    assert _requested(result) == set()
+    return defs, result
+
+
+def test_a_run_seen_ending_before_its_materialization_is_not_requested_again() -> None:
+    with dg.instance_for_test() as instance:
+        defs, result = _child_run_ends_out_of_view(instance)
+        instance.report_runless_asset_event(dg.AssetMaterialization("child"))  # now in view
+        result = dg.evaluate_automation_conditions(
+            defs=defs, instance=instance, cursor=result.cursor
+        )
+        assert _requested(result) == set()
+
+
+def test_a_run_that_left_its_asset_unbuilt_is_retried_one_evaluation_later() -> None:
+    """The wait never stalls automation: with no materialization coming, the parent's new
+    data requests the child at the next evaluation."""
+    with dg.instance_for_test() as instance:
+        defs, result = _child_run_ends_out_of_view(instance)
+        result = dg.evaluate_automation_conditions(
+            defs=defs, instance=instance, cursor=result.cursor
+        )
+        assert _requested(result) == {"child"}
+
+
+def _mirror_of_the_project() -> tuple[list[dg.AssetsDefinition], dict[str, set[str]]]:
+    """Every asset of the project as a cheap stand-in with the same key, parents and
+    condition, each build new data; and each asset's descendants."""
+    from formula_assets.definitions import defs
+
+    graph = defs.resolve_asset_graph()
+    keys = graph.materializable_asset_keys
+    built = [0]
+
+    def stand_in(key: dg.AssetKey) -> dg.AssetsDefinition:
+        parents = [k for k in graph.get(key).parent_keys if k in keys]
+
+        @dg.asset(key=key, deps=parents, automation_condition=automation.AUTOMATION)
+        def _build() -> dg.MaterializeResult:
+            built[0] += 1
+            return dg.MaterializeResult(data_version=dg.DataVersion(str(built[0])))
+
+        return _build
+
+    below = {
+        k.to_user_string(): {d.to_user_string() for d in graph.get(k).child_keys} for k in keys
+    }
+    changed = True
+    while changed:  # the transitive closure
+        changed = False
+        for children in below.values():
+            more = set().union(*(below[c] for c in children)) - children if children else set()
+            if more:
+                children |= more
+                changed = True
+    return [stand_in(k) for k in keys], below
+
+
+def test_a_change_reaches_each_asset_below_it_once() -> None:
+    """The project's graph, where a change reaches the audit and the report by many paths of
+    different lengths: a new `wikidata_formulae` is followed, evaluation by evaluation, each
+    evaluation's requests built as one run, until nothing is requested."""
+    assets, below = _mirror_of_the_project()
+    names = [a.key.to_user_string() for a in assets]
+    with dg.instance_for_test() as instance:
+        assert dg.materialize(assets, instance=instance).success
+        result = dg.evaluate_automation_conditions(defs=assets, instance=instance)
+        result = dg.evaluate_automation_conditions(
+            defs=assets, instance=instance, cursor=result.cursor
+        )
+        assert result.total_requested == 0
+
+        assert dg.materialize(assets, selection=["wikidata_formulae"], instance=instance).success
+        builds: dict[str, int] = {}
+        rounds: list[list[str]] = []
+        for _ in range(len(names) + 2):
+            result = dg.evaluate_automation_conditions(
+                defs=assets, instance=instance, cursor=result.cursor
+            )
+            requested = [n for n in names if result.get_num_requested(dg.AssetKey(n))]
+            if not requested:
+                break
+            rounds.append(requested)
+            for name in requested:
+                builds[name] = builds.get(name, 0) + 1
+            assert dg.materialize(assets, selection=requested, instance=instance).success
+        assert builds == dict.fromkeys(below["wikidata_formulae"], 1), rounds
+        # the audit only after the search index and the models it reads
+        first = {name: i for i, batch in enumerate(rounds) for name in batch}
+        assert first["annotation_audit"] > first["search_index"] > first["fold_models"]
