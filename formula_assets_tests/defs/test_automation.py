@@ -145,9 +145,17 @@ def _mirror_of_the_project() -> tuple[list[dg.AssetsDefinition], dict[str, set[s
     return [stand_in(k) for k in keys], below
 
 
-def test_a_change_reaches_each_asset_below_it_once() -> None:
+@pytest.mark.parametrize(
+    "changed",
+    [
+        "wikidata_formulae",  # Wikidata changed
+        "opt_graphs",  # a parser changed
+        "concept_annotations",  # only concept texts changed
+    ],
+)
+def test_a_change_reaches_each_asset_below_it_once(changed: str) -> None:
     """The project's graph, where a change reaches the audit and the report by many paths of
-    different lengths: a new `wikidata_formulae` is followed, evaluation by evaluation, each
+    different lengths: a new version of `changed` is followed, evaluation by evaluation, each
     evaluation's requests built as one run, until nothing is requested."""
     assets, below = _mirror_of_the_project()
     names = [a.key.to_user_string() for a in assets]
@@ -159,7 +167,7 @@ def test_a_change_reaches_each_asset_below_it_once() -> None:
         )
         assert result.total_requested == 0
 
-        assert dg.materialize(assets, selection=["wikidata_formulae"], instance=instance).success
+        assert dg.materialize(assets, selection=[changed], instance=instance).success
         builds: dict[str, int] = {}
         rounds: list[list[str]] = []
         for _ in range(len(names) + 2):
@@ -173,7 +181,7 @@ def test_a_change_reaches_each_asset_below_it_once() -> None:
             for name in requested:
                 builds[name] = builds.get(name, 0) + 1
             assert dg.materialize(assets, selection=requested, instance=instance).success
-        assert builds == dict.fromkeys(below["wikidata_formulae"], 1), rounds
+        assert builds == dict.fromkeys(below[changed], 1), rounds
         # the audit only after the search index and the models it reads
         first = {name: i for i, batch in enumerate(rounds) for name in batch}
         assert first["annotation_audit"] > first["search_index"] > first["fold_models"]
