@@ -242,8 +242,6 @@ def test_the_daemon_builds_everything_then_follows_a_change(tmp_path: Path) -> N
             settled_runs = watch.automation_runs()
             seen = len(watch.ticks())
             watch.until(lambda: len(watch.ticks()) >= seen + 2, "two more evaluations")
-            (tmp_path / "runs.txt").write_text(watch.summary())
-            print(watch.summary(), flush=True)
             assert watch.automation_runs() == settled_runs, watch.summary()
             assert watch.built_twice(after=before_change) == [], watch.summary()
             assert watch.probe().startswith(f"sparql-{INITIAL + NEW}-")

@@ -132,16 +132,12 @@ def _mirror_of_the_project() -> tuple[list[dg.AssetsDefinition], dict[str, set[s
         return _build
 
     below = {
-        k.to_user_string(): {d.to_user_string() for d in graph.get(k).child_keys} for k in keys
+        k.to_user_string(): {
+            d.to_user_string()
+            for d in dg.AssetSelection.assets(k).downstream().resolve(graph) - {k}
+        }
+        for k in keys
     }
-    changed = True
-    while changed:  # the transitive closure
-        changed = False
-        for children in below.values():
-            more = set().union(*(below[c] for c in children)) - children if children else set()
-            if more:
-                children |= more
-                changed = True
     return [stand_in(k) for k in keys], below
 
 
