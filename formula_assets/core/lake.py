@@ -150,20 +150,35 @@ def read_parquet(
 ) -> pa.Table:
     """A table, or some of it: the named `columns`, and with `where` only the rows whose
     value in each named column is one of the given ones (row groups whose statistics rule
-    them out are not read). From an object store in one GET: ranged reads could span two
-    versions of an object that is replaced meanwhile. Read through `ParquetFile`, which
-    does not import pyarrow's dataset layer (and pandas with it): a search from a cold
-    process reads tables too."""
-    if not is_local(path):
-        return _read(pa.BufferReader(path.fs.cat_file(path.path)), columns, where)
-    with path.open("rb") as fh:
-        return _read(fh, columns, where)
+    them out are not read). Read through `ParquetFile`, which does not import pyarrow's
+    dataset layer (and pandas with it): a search from a cold process reads tables too."""
+    with native_source(path) as source:
+        return _read(source, columns, where)
 
 
 def read_parquet_schema(path: UPath) -> pa.Schema:
     """The Arrow schema with its metadata, from the file's footer."""
-    with path.open("rb") as fh:
-        return pq.ParquetFile(fh).schema_arrow
+    with native_source(path) as source:
+        return pq.ParquetFile(source).schema_arrow
+
+
+def native_source(path: UPath) -> pa.NativeFile:
+    """The file as Arrow reads it with no Python object inside: Arrow's worker threads
+    may release a reader's last reference after the read has returned, and releasing a
+    Python file or `bytes` takes the GIL, which a thread that asks for it while the
+    interpreter shuts down cannot get: the process aborted at exit ("terminate called
+    without an active exception"). From an object store in one GET, copied into Arrow's
+    memory: ranged reads could span two versions of an object that is replaced meanwhile."""
+    if is_local(path):
+        return pa.OSFile(path.path, "rb")
+    return arrow_buffer_reader(path.fs.cat_file(path.path))
+
+
+def arrow_buffer_reader(data: bytes) -> pa.BufferReader:
+    """A reader of a copy of `data` in Arrow's memory (see `native_source`)."""
+    copy = pa.BufferOutputStream()
+    copy.write(data)
+    return pa.BufferReader(copy.getvalue())
 
 
 def _read(

@@ -152,7 +152,7 @@ def _parse_part(data: bytes, dimension: int) -> pa.Table:
     """The table in a part's bytes; `CorruptPart` if they are not Parquet of the cache schema.
     Parsing bytes already in memory involves no I/O, so any failure here is the content's."""
     try:
-        table = pq.read_table(pa.BufferReader(data))
+        table = pq.read_table(lake.arrow_buffer_reader(data))
     except (OSError, ValueError, pa.ArrowException) as exc:
         raise CorruptPart(f"not a Parquet file: {exc}") from exc
     if table.schema != cache_schema(dimension):

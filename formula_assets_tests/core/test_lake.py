@@ -12,6 +12,7 @@ import uuid
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from upath import UPath
 
@@ -223,6 +224,26 @@ def test_object_store_tables_are_read_in_one_get(monkeypatch: pytest.MonkeyPatch
 
     monkeypatch.setattr(type(target), "open", no_ranged_reads)
     assert lake.read_parquet(target)["value"].to_pylist() == [1.0] * 3
+
+
+@pytest.mark.parametrize("where", ["local", "memory"])
+def test_arrow_reads_the_lake_through_no_python_object(tmp_path: Path, where: str) -> None:
+    """Arrow's worker threads can drop a reader's last reference after the read has
+    returned; dropping a Python file or `bytes` takes the GIL, and a thread that asks for it
+    while the interpreter shuts down aborted the process at exit ("terminate called without
+    an active exception", a `formula-assets search` whose output was complete)."""
+    root = UPath(tmp_path) if where == "local" else UPath(f"memory://lake-{uuid.uuid4().hex}")
+    target = root / "asset.parquet"
+    lake.write_parquet_atomic(table(1.0, 3), target)
+    with lake.native_source(target) as source:
+        assert isinstance(source, pa.OSFile if where == "local" else pa.BufferReader)
+        assert pq.ParquetFile(source).read()["value"].to_pylist() == [1.0] * 3
+    data = target.read_bytes()
+    held = sys.getrefcount(data)
+    reader = lake.arrow_buffer_reader(data)
+    assert sys.getrefcount(data) == held  # a copy in Arrow's memory, not a view of `data`
+    del data
+    assert pq.ParquetFile(reader).read()["value"].to_pylist() == [1.0] * 3
 
 
 def blocks(rows_per_group: int | None) -> pa.Table:
