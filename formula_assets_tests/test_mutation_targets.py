@@ -1,9 +1,13 @@
 """`make mutation` measures every domain module (or says why not), each by tests that exist,
 and its table is written from the recorded scores."""
 
+import ast
 from pathlib import Path
 
+import pytest
+
 from mutation.__main__ import GOAL, table
+from mutation.operators import mutants, mutate
 from mutation.targets import ROOT, Target, load_excluded, load_targets, mirror, scope
 
 
@@ -52,3 +56,25 @@ def test_the_docs_page_holds_the_generated_table() -> None:
     text = (Path(ROOT) / "docs" / "mutation.md").read_text(encoding="utf-8")
     begin, end = "<!-- mutation table: begin -->", "<!-- mutation table: end -->"
     assert text.index(begin) < text.index(end)
+
+
+def test_composed_conditions_are_mutated_only_where_the_entry_asks() -> None:
+    source = "rule = a & ~b | c\n"
+    assert mutants(source, "m", "m.py") == []  # `&`, `|`, `~` alone: no default operator
+    found = mutants(source, "m", "m.py", conditions=True)
+    assert sorted(m.operator for m in found) == ["BitAnd→BitOr", "BitOr→BitAnd", "Invert→drop"]
+    mutated = {m.operator: ast.unparse(mutate(source, m)) for m in found}
+    assert mutated == {
+        "BitOr→BitAnd": "rule = a & ~b & c",
+        "BitAnd→BitOr": "rule = a | ~b | c",
+        "Invert→drop": "rule = a & b | c",
+    }
+    asking = [t.module for t in load_targets() if t.conditions]
+    assert asking == ["formula_assets.defs.automation"]
+
+
+def test_an_unknown_operator_set_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "targets.toml"
+    path.write_text('[[module]]\nmodule = "formula_assets.a.b"\noperators = ["bitwise"]\n')
+    with pytest.raises(ValueError, match=r"a\.b: unknown operator sets \[.bitwise.\]"):
+        load_targets(path)

@@ -4,7 +4,11 @@ Operators (one mutant per site): comparison flips (`<` ↔ `<=`, `>` ↔ `>=`, `
 `in` ↔ `not in`, `is` ↔ `is not`), arithmetic swaps (`+` ↔ `-`, `*` ↔ `/`, `//` → `/`,
 `%` → `//`, `**` → `*`), boolean swaps (`and` ↔ `or`, `not x` → `x`), unary minus dropped,
 constant tweaks (an int n → n + 1, a float x → 2x (0.0 → 1.0), `True` ↔ `False`),
-`return X` → `return None`, and a call made as a statement dropped.
+`return X` → `return None`, and a call made as a statement dropped. A module whose entry asks
+for `conditions` (`operators = ["conditions"]` in targets.toml: Dagster's automation conditions,
+composed with `&`, `|` and `~`) also gets `&` ↔ `|` and `~x` → `x`; elsewhere those operators
+are mostly set unions and array masks, and a module's score stays comparable with the one
+recorded before.
 
 Left alone: docstrings, annotations, code under `if TYPE_CHECKING:`, the text of error
 messages and f-strings, and calls that only log or print. A site is named by its position
@@ -39,6 +43,9 @@ ARITHMETIC = {
     ast.Pow: ast.Mult,
 }
 BOOLEAN = {ast.And: ast.Or, ast.Or: ast.And}
+CONDITIONS = {ast.BitAnd: ast.BitOr, ast.BitOr: ast.BitAnd}
+# the operator sets a targets.toml entry may add to the defaults
+EXTRA_OPERATORS = frozenset({"conditions"})
 # Calls that only report: methods of loggers (`context.log.info(...)`), and the project's
 # `log(...)`/`echo(...)`/`progress(...)` callbacks — not `math.log` or `np.log`, which compute.
 QUIET_METHODS = {"warn", "warning", "info", "debug"}
@@ -121,9 +128,13 @@ def _is_docstring(parent: ast.AST, field: str, index: int, child: ast.AST) -> bo
     )
 
 
-def _operators(node: ast.AST, parent: ast.AST) -> list[str]:
+def _operators(node: ast.AST, parent: ast.AST, conditions: bool = False) -> list[str]:
     """The mutations possible at one node, as operator names."""
     out: list[str] = []
+    if conditions and isinstance(node, ast.BinOp | ast.AugAssign) and type(node.op) in CONDITIONS:
+        return [f"{_name(node.op)}→{CONDITIONS[type(node.op)].__name__}"]
+    if conditions and isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Invert):
+        return ["Invert→drop"]
     if isinstance(node, ast.Compare):
         for position, op in enumerate(node.ops):
             if type(op) in COMPARE:
@@ -151,12 +162,16 @@ def _operators(node: ast.AST, parent: ast.AST) -> list[str]:
 
 
 def mutants(
-    source: str, module: str, path: str, functions: Sequence[str] | None = None
+    source: str,
+    module: str,
+    path: str,
+    functions: Sequence[str] | None = None,
+    conditions: bool = False,
 ) -> list[Mutant]:
     tree = ast.parse(source)
     found = []
     for site, (node, parent) in enumerate(_walk(tree, functions)):
-        for operator in _operators(node, parent):
+        for operator in _operators(node, parent, conditions):
             found.append(Mutant(module, path, site, getattr(node, "lineno", 0), operator))
     return found
 

@@ -21,6 +21,11 @@ class Target:
     tests: tuple[str, ...]
     functions: tuple[str, ...] | None = None  # only mutate these (qualified names)
     args: tuple[str, ...] = ()  # extra pytest arguments
+    operators: tuple[str, ...] = ()  # operator sets beyond the defaults (`EXTRA_OPERATORS`)
+
+    @property
+    def conditions(self) -> bool:
+        return "conditions" in self.operators
 
     @property
     def path(self) -> str:
@@ -61,9 +66,20 @@ def load_targets(path: Path = HERE / "targets.toml") -> list[Target]:
             tests=tuple(entry.get("tests") or [mirror(entry["module"])]),
             functions=tuple(entry["functions"]) if "functions" in entry else None,
             args=tuple(entry.get("args", ())),
+            operators=_operators(entry),
         )
         for entry in _read(path)["module"]
     ]
+
+
+def _operators(entry: dict) -> tuple[str, ...]:
+    from mutation.operators import EXTRA_OPERATORS
+
+    names = tuple(entry.get("operators", ()))
+    unknown = sorted(set(names) - EXTRA_OPERATORS)
+    if unknown:
+        raise ValueError(f"{entry['module']}: unknown operator sets {unknown}")
+    return names
 
 
 def load_excluded(path: Path = HERE / "targets.toml") -> list[Excluded]:

@@ -108,7 +108,7 @@ def _fork_and_wait(target: Target, code: object | None, timeout: float) -> tuple
 
 def run_module(target: Target) -> dict:
     source = (ROOT / target.path).read_text(encoding="utf-8")
-    found = mutants(source, target.module, target.path, target.functions)
+    found = mutants(source, target.module, target.path, target.functions, target.conditions)
     clean, clean_seconds = _fork_and_wait(target, None, timeout=600)
     if clean != "survived":
         raise RuntimeError(f"the tests of {target.module} fail without any mutant: {clean}")
