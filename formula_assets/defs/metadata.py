@@ -187,6 +187,13 @@ def recall_chart(scores: pa.Table) -> dg.MetadataValue:
 def training_curve(history: Sequence[dict[str, float]]) -> dg.MetadataValue:
     from formula_assets.reporting.figures import line_figure
 
+    png = line_figure(curve_series(history), "epoch", "value", "training curve")
+    return image(png, "training curve")
+
+
+def curve_series(history: Sequence[dict[str, float]]) -> dict[str, list[float]]:
+    """The lines of a model's training curve: loss and validation MRR per epoch, per run
+    (named by run only when there are several)."""
     runs = sorted({int(h.get("run", 0)) for h in history})
     series: dict[str, list[float]] = {}
     for run in runs:
@@ -194,13 +201,7 @@ def training_curve(history: Sequence[dict[str, float]]) -> dg.MetadataValue:
         label = f" (run {run + 1})" if len(runs) > 1 else ""
         series[f"training loss{label}"] = [h["loss"] for h in epochs]
         series[f"validation MRR{label}"] = [h["validation_mrr"] for h in epochs]
-    png = line_figure(
-        series,
-        "epoch",
-        "value",
-        "training curve",
-    )
-    return image(png, "training curve")
+    return series
 
 
 def tokens(graphs: pa.Table, top: int = 25) -> dict[str, Any]:

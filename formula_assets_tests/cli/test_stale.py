@@ -130,3 +130,11 @@ def test_an_entry_without_causes_ends_after_its_status() -> None:
     entry = Entry(Target(dg.AssetKey(["a", "b"]), None), "MISSING", ())
     assert entry.line() == "a/b\tMISSING"
     assert str(Target(dg.AssetKey("m"), "")) == "m[]"  # an empty key is still a partition
+
+
+def test_a_target_is_a_key_equal_by_value() -> None:
+    """The refresh counts its builds per target (`attempted[target]`), across looks that
+    make new `Target` objects."""
+    attempted = {Target(dg.AssetKey("middle"), "x"): 2}
+    assert attempted[Target(dg.AssetKey("middle"), "x")] == 2
+    assert Target(dg.AssetKey("middle"), "y") not in attempted

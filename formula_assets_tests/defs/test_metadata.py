@@ -1,10 +1,29 @@
-"""Every column of every asset is described once, for the UI's column view."""
+"""Every column of every asset is described once, for the UI's column view; previews and
+tables read in one line per row; the step costs the refresh plans its workers with."""
 
+import base64
+
+import dagster as dg
 import pyarrow as pa
 
 from formula_assets.analysis.correspondence import METRICS_SCHEMA
 from formula_assets.core.arrow import embedding_schema
-from formula_assets.defs.metadata import COLUMN_DOCS, markdown_table, table_schema
+from formula_assets.defs.metadata import (
+    COLUMN_DOCS,
+    COST_KEY,
+    PARTITION_COST_KEY,
+    PREVIEW_CELL_CHARS,
+    annotation_audit_top,
+    asset_cost,
+    curve_series,
+    image,
+    markdown_table,
+    partition_cost,
+    preview,
+    step_cost,
+    table_schema,
+    tokens,
+)
 from formula_assets.evaluation.retrieval import SCORE_SCHEMA
 from formula_assets.ingest.records import FORMULA_SCHEMA
 from formula_assets.semantics.annotations import ANNOTATION_SCHEMA
@@ -36,3 +55,111 @@ def test_markdown_preview_escapes_pipes_and_truncates() -> None:
     lines = table.splitlines()
     assert lines[0] == "| a | b |" and "x\\|y" in lines[2]
     assert lines[2].endswith("… |") and "[2] p, q" in lines[3]
+
+
+def test_a_step_cost_reads_back_from_an_assets_definition() -> None:
+    """What `formula-assets refresh` plans its workers with: the cost declared on the asset
+    (Dagster wraps the numbers as metadata values) and a partition's factor, the largest of
+    its key parts' (fold `1`, method `m`)."""
+
+    @dg.asset(metadata=step_cost(1.5, {"m": 4, "1": 2.5}))
+    def costly() -> None:
+        return None
+
+    @dg.asset
+    def cheap() -> None:
+        return None
+
+    declared = costly.specs_by_key[costly.key].metadata
+    assert asset_cost(declared) == 1.5
+    assert partition_cost(declared, "1|m") == 4.0
+    assert partition_cost(declared, "1|other") == 2.5
+    assert partition_cost(declared, "2|other") == 1.0  # no part declared: the asset's cost
+    undeclared = cheap.specs_by_key[cheap.key].metadata
+    assert asset_cost(undeclared) == 0.0 and partition_cost(undeclared, "1|m") == 1.0
+    assert step_cost(2) == {COST_KEY: 2.0}  # no partition factors: no entry for them
+    assert PARTITION_COST_KEY not in step_cost(2, {})
+
+
+def test_a_preview_cell_is_one_line_of_at_most_its_width() -> None:
+    exact, over = "a" * PREVIEW_CELL_CHARS, "b" * (PREVIEW_CELL_CHARS + 1)
+    rows = [{"c": exact}, {"c": over}, {"c": "two\n  lines\tand tabs"}, {"c": None}, {"c": 0}]
+    cells = [line[2:-2] for line in markdown_table(rows, ["c"]).splitlines()[2:]]
+    assert cells[0] == exact
+    assert cells[1] == "b" * (PREVIEW_CELL_CHARS - 1) + "…"
+    assert cells[2:] == ["two lines and tabs", "", "0"]
+
+
+def test_a_list_cell_counts_its_items_and_names_the_first_four() -> None:
+    concepts = [{"qid": "Q1", "label": "mass"}, {"qid": "Q2", "label": None}, {"other": 1}]
+    table = markdown_table([{"c": concepts}, {"c": list("abcdef")}], ["c", "d"])
+    header, rule, first, second = table.splitlines()
+    assert (header, rule) == ("| c | d |", "|---|---|")
+    assert first == "| [3] mass, Q2, {'other': 1} |  |"
+    assert second == "| [6] a, b, c, d |  |"
+
+
+def test_a_preview_shows_the_first_rows_only() -> None:
+    table = pa.table({"n": list(range(10)), "s": [str(i) for i in range(10)]})
+    lines = preview(table, ["s"], rows=3).value.splitlines()
+    assert lines[2:] == ["| 0 |", "| 1 |", "| 2 |"]
+    assert len(preview(table, ["n", "s"]).value.splitlines()) == 2 + 5
+
+
+def test_tokens_rank_by_count_then_name_and_keep_every_count() -> None:
+    graphs = pa.table({"node_tokens": [["x", "+", "y"], ["y", "=", "x"], ["y", "b", "a"]]})
+    out = tokens(graphs, top=3)
+    assert out["vocabulary_size"] == 6
+    ranked = {"y": 3, "x": 2, "+": 1, "=": 1, "a": 1, "b": 1}
+    assert list(out["token_vocabulary"].value.items()) == list(ranked.items())
+    assert out["top_tokens"].value.splitlines()[2:] == ["| y | 3 |", "| x | 2 |", "| + | 1 |"]
+
+
+def test_a_training_curve_names_runs_only_when_there_are_several() -> None:
+    one = [{"loss": 2.0, "validation_mrr": 0.1}, {"loss": 1.0, "validation_mrr": 0.3}]
+    assert curve_series(one) == {"training loss": [2.0, 1.0], "validation MRR": [0.1, 0.3]}
+    two = [{**h, "run": 1} for h in one] + [{"loss": 3.0, "validation_mrr": 0.2, "run": 0}]
+    assert curve_series(two) == {
+        "training loss (run 1)": [3.0],
+        "validation MRR (run 1)": [0.2],
+        "training loss (run 2)": [2.0, 1.0],
+        "validation MRR (run 2)": [0.1, 0.3],
+    }
+
+
+def test_an_image_is_inline_png_data() -> None:
+    markdown = image(b"\x89PNG\r\n", "a chart").value
+    prefix = "![a chart](data:image/png;base64,"
+    assert markdown.startswith(prefix) and markdown.endswith(")")
+    assert base64.b64decode(markdown[len(prefix) : -1]) == b"\x89PNG\r\n"
+
+
+def test_the_audits_top_items_link_to_wikidata_with_their_worst_concept() -> None:
+    concept = {"qid": "Q11", "label": "energy", "percentile": 0.875}
+    missing = {"qid": "Q12", "label": "mass", "symbol": "m"}
+    audit = pa.table(
+        {
+            "qid": ["Q1", "Q2", "Q3"],
+            "label": ["E = mc²", "unscored", "area"],
+            "suspicion": [0.91234, None, 0.5],
+            "concept_fit": [[concept], [], [{"qid": "Q13", "label": None, "percentile": 0.5}]],
+            "rank_formula_to_annotation": [40, None, 2],
+            "rank_annotation_to_formula": [7, None, 1],
+            "preferred_annotations": [["Q5"], [], ["Q3"]],
+            "missing_concepts": [[missing], [], []],
+        }
+    )
+    lines = annotation_audit_top(audit).value.splitlines()
+    assert len(lines) == 2 + 2  # the unscored item is left out
+    link = "https://www.wikidata.org/wiki/"
+    assert lines[2] == (
+        f"| 1 | [Q1]({link}Q1) | E = mc² | 0.912 | [Q11]({link}Q11) energy | 88% | 40, 7 "
+        f"| [Q5]({link}Q5) | mass (Q12) for m |"
+    )
+    assert lines[3].startswith(f"| 2 | [Q3]({link}Q3) | area | 0.500 | [Q13]({link}Q13) | 50% |")
+    assert lines[3].endswith("| — |")  # nothing it may lack
+
+
+def test_a_column_without_a_description_has_none() -> None:
+    [column] = table_schema(pa.schema([("not_a_column_of_ours", pa.int8())])).columns
+    assert (column.name, column.type, column.description) == ("not_a_column_of_ours", "int8", None)
