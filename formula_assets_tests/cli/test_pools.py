@@ -81,3 +81,41 @@ def test_slots_held_by_dead_runs_are_given_back(small) -> None:
     assert free_slots_of_ended_runs(instance) == [gone]
     assert instance.get_run_by_id(gone).status == dg.DagsterRunStatus.FAILURE
     assert [s.run_id for s in storage.get_concurrency_info("training").claimed_slots] == [alive]
+
+
+def test_the_pool_is_stored_with_the_instances_limit_before_any_claim(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """In this process (the `home` command above runs in another, where a change to this
+    module would not show): the run queue holds runs back only for pools in storage."""
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path))  # `ensure_dagster_home` points it away
+    folder = home.ensure_dagster_home(tmp_path / "home")
+    with dg.DagsterInstance.from_config(str(folder)) as instance:
+        storage = instance.event_log_storage
+        assert "training" not in storage.get_concurrency_keys()
+        assert ensure_training_pool(instance) is None
+        assert storage.get_concurrency_info("training").slot_count == home.training_slots()
+        storage.set_concurrency_slots("training", 7)  # set by hand later: kept
+        assert ensure_training_pool(instance) is None
+        assert storage.get_concurrency_info("training").slot_count == 7
+
+
+def test_an_instance_without_pools_has_nothing_to_set_or_free() -> None:
+    with dg.DagsterInstance.ephemeral() as instance:
+        assert not instance.event_log_storage.supports_global_concurrency_limits
+        assert ensure_training_pool(instance) is None
+        assert free_slots_of_ended_runs(instance) == []
+
+
+def test_slots_of_ended_and_unknown_runs_are_given_back_and_queued_ones_kept(small) -> None:
+    defs, instance = small
+    storage = instance.event_log_storage
+    storage.set_concurrency_slots("training", 3)
+    ended = a_run(defs, instance, dg.DagsterRunStatus.STARTED, os.getpid())
+    instance.report_run_failed(instance.get_run_by_id(ended), "it ended")
+    queued = a_run(defs, instance, dg.DagsterRunStatus.QUEUED, dead_pid())
+    for run_id in (ended, queued, "a-run-no-longer-recorded"):
+        assert storage.claim_concurrency_slot("training", run_id, "fold_models").is_claimed
+    assert free_slots_of_ended_runs(instance) == sorted([ended, "a-run-no-longer-recorded"])
+    assert [s.run_id for s in storage.get_concurrency_info("training").claimed_slots] == [queued]
+    assert instance.get_run_by_id(queued).status == dg.DagsterRunStatus.QUEUED
