@@ -1,5 +1,6 @@
-"""The automation sensor never requests a step that another entry point is building; how
-often it evaluates is a setting."""
+"""The automation sensor never requests a step that another entry point is building; a new
+code version is requested once and an identical rebuild stops there; what is missing at the
+start is requested once, not retried every evaluation; how often it evaluates is a setting."""
 
 from pathlib import Path
 
@@ -44,10 +45,12 @@ def test_the_evaluation_interval_is_a_setting(monkeypatch: pytest.MonkeyPatch) -
         interval()
 
 
-def _parent_and_child(version: list[int]) -> tuple[dg.Definitions, dg.AssetsDefinition]:
+def _parent_and_child(
+    version: list[int], parent_code: str = "1"
+) -> tuple[dg.Definitions, dg.AssetsDefinition]:
     """Two assets under the project's condition; the parent's data version is `version[0]`."""
 
-    @dg.asset(automation_condition=automation.AUTOMATION)
+    @dg.asset(automation_condition=automation.AUTOMATION, code_version=parent_code)
     def parent() -> dg.Output[int]:
         return dg.Output(version[0], data_version=dg.DataVersion(str(version[0])))
 
@@ -181,3 +184,45 @@ def test_a_change_reaches_each_asset_below_it_once(changed: str) -> None:
         # the audit only after the search index and the models it reads
         first = {name: i for i, batch in enumerate(rounds) for name in batch}
         assert first["annotation_audit"] > first["search_index"] > first["fold_models"]
+
+
+def test_a_new_code_version_requests_its_asset_and_an_identical_rebuild_stops_there() -> None:
+    """Code changes flow under automation as under `refresh`: the asset whose code changed
+    is requested once; rebuilt to the same data version, nothing below it is."""
+    with dg.instance_for_test() as instance:
+        defs, _ = _parent_and_child([1])
+        assert dg.materialize(defs.assets, instance=instance).success  # type: ignore[arg-type]
+        result = dg.evaluate_automation_conditions(defs=defs, instance=instance)
+        result = dg.evaluate_automation_conditions(
+            defs=defs, instance=instance, cursor=result.cursor
+        )
+        assert _requested(result) == set()
+
+        defs, _ = _parent_and_child([1], parent_code="2")
+        result = dg.evaluate_automation_conditions(
+            defs=defs, instance=instance, cursor=result.cursor
+        )
+        assert _requested(result) == {"parent"}
+        result = dg.evaluate_automation_conditions(
+            defs=defs, instance=instance, cursor=result.cursor
+        )
+        assert _requested(result) == set()  # handled: requested once
+        assert dg.materialize(defs.assets, selection=["parent"], instance=instance).success  # type: ignore[arg-type]
+        for _ in range(2):
+            result = dg.evaluate_automation_conditions(
+                defs=defs, instance=instance, cursor=result.cursor
+            )
+            assert _requested(result) == set()
+
+
+def test_an_asset_missing_at_the_start_is_requested_once_not_at_every_evaluation() -> None:
+    """A run that leaves it missing (it failed) is not retried every minute."""
+    with dg.instance_for_test() as instance:
+        defs, _ = _parent_and_child([1])
+        result = dg.evaluate_automation_conditions(defs=defs, instance=instance)
+        assert _requested(result) == {"parent", "child"}  # one backfill, the parent first
+        for _ in range(2):
+            result = dg.evaluate_automation_conditions(
+                defs=defs, instance=instance, cursor=result.cursor
+            )
+            assert _requested(result) == set()

@@ -182,6 +182,8 @@ def test_the_automation_observes_the_model_and_requests_its_dependents(
     refresh(defs, instance, lambda _line: None, workers=1)  # observes, then builds all
     result = dg.evaluate_automation_conditions(defs=defs, instance=instance, cursor=result.cursor)
     assert result.total_requested == 0
+    # A sensor started afresh (a new cursor) does not observe a model already observed.
+    assert dg.evaluate_automation_conditions(defs=defs, instance=instance).total_requested == 0
 
     fine_tune_in_place(model)
     assert defs.resolve_job_def("observe_sentence_model").execute_in_process(instance=instance)
