@@ -1,12 +1,13 @@
-"""`defs.history.versions`: the report's version rows. A partitioned input's row covers every
-partition, so it does not depend on which partition's run finished last."""
+"""`defs.history`: the report's version rows (a partitioned input's row covers every
+partition, so it does not depend on which partition's run finished last), and the counts the
+probe and the pull compare with their last ones."""
 
 from collections.abc import Iterator, Sequence
 
 import dagster as dg
 import pytest
 
-from formula_assets.defs.history import versions
+from formula_assets.defs.history import last_count, metadata_value, versions
 
 PARTS = dg.StaticPartitionsDefinition(["a", "b", "c"])
 
@@ -73,3 +74,29 @@ def test_a_partition_never_built_still_counts(forwards) -> None:
             versions(instance, "parts", PARTS.get_partition_keys())[2]
             != (versions(forwards, "parts", PARTS.get_partition_keys())[2])
         )
+
+
+def test_a_metadata_value_or_the_default() -> None:
+    counted = dg.AssetMaterialization("a", metadata={"items": 3})
+    assert metadata_value(counted, "items") == 3
+    assert metadata_value(counted, "other", default=-1) == -1
+    assert metadata_value(None, "items", default=-1) == -1
+    assert metadata_value(None, "items") is None
+
+
+def test_the_last_count_is_the_latest_materializations_else_observations() -> None:
+    """The probe is observed (its counts are observations); the formulae are materialized."""
+    key = dg.AssetKey("counted")
+    with dg.instance_for_test() as instance:
+        assert last_count(instance, key, "items") is None  # nothing recorded
+        instance.report_runless_asset_event(dg.AssetObservation(key, metadata={"items": 5}))
+        assert last_count(instance, key, "items") == 5
+        instance.report_runless_asset_event(dg.AssetObservation(key, metadata={"items": 6}))
+        assert last_count(instance, key, "items") == 6  # the latest
+        instance.report_runless_asset_event(
+            dg.AssetMaterialization(key, metadata={"items": 7.0, "note": "seven"})
+        )
+        assert last_count(instance, key, "items") == 7  # a materialization first
+        assert isinstance(last_count(instance, key, "items"), int)
+        assert last_count(instance, key, "note") is None  # not a number
+        assert last_count(instance, key, "missing") is None

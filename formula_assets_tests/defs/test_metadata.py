@@ -5,6 +5,7 @@ import base64
 
 import dagster as dg
 import pyarrow as pa
+import pytest
 
 from formula_assets.analysis.correspondence import METRICS_SCHEMA
 from formula_assets.core.arrow import embedding_schema
@@ -20,11 +21,18 @@ from formula_assets.defs.metadata import (
     markdown_table,
     partition_cost,
     preview,
+    recall_chart,
+    rows_markdown,
+    significance,
     step_cost,
+    table_1,
+    table_2,
     table_schema,
     tokens,
+    training_curve,
 )
 from formula_assets.evaluation.retrieval import SCORE_SCHEMA
+from formula_assets.evaluation.significance import Comparison
 from formula_assets.ingest.records import FORMULA_SCHEMA
 from formula_assets.semantics.annotations import ANNOTATION_SCHEMA
 from formula_assets.syntax.opt import OPT_GRAPH_SCHEMA, REJECTED_SCHEMA
@@ -81,12 +89,13 @@ def test_a_step_cost_reads_back_from_an_assets_definition() -> None:
     assert PARTITION_COST_KEY not in step_cost(2, {})
 
 
-def test_a_preview_cell_is_one_line_of_at_most_its_width() -> None:
-    exact, over = "a" * PREVIEW_CELL_CHARS, "b" * (PREVIEW_CELL_CHARS + 1)
+def test_a_preview_cell_is_one_line_of_at_most_80_characters() -> None:
+    assert PREVIEW_CELL_CHARS == 80
+    exact, over = "a" * 80, "b" * 81
     rows = [{"c": exact}, {"c": over}, {"c": "two\n  lines\tand tabs"}, {"c": None}, {"c": 0}]
     cells = [line[2:-2] for line in markdown_table(rows, ["c"]).splitlines()[2:]]
     assert cells[0] == exact
-    assert cells[1] == "b" * (PREVIEW_CELL_CHARS - 1) + "…"
+    assert cells[1] == "b" * 79 + "…"
     assert cells[2:] == ["two lines and tabs", "", "0"]
 
 
@@ -163,3 +172,59 @@ def test_the_audits_top_items_link_to_wikidata_with_their_worst_concept() -> Non
 def test_a_column_without_a_description_has_none() -> None:
     [column] = table_schema(pa.schema([("not_a_column_of_ours", pa.int8())])).columns
     assert (column.name, column.type, column.description) == ("not_a_column_of_ours", "int8", None)
+
+
+def test_rows_must_have_a_cell_per_column() -> None:
+    assert rows_markdown(["a", "b"], [[1, 2]]).value.splitlines()[2] == "| 1 | 2 |"
+    with pytest.raises(ValueError, match="zip"):
+        rows_markdown(["a", "b"], [[1]])
+
+
+def test_tables_1_and_2_and_the_tests_are_their_rows_in_markdown() -> None:
+    metrics = pa.Table.from_pylist(
+        [{"metric": "mean_cosine", "value": 0.25, "detail": None}], schema=METRICS_SCHEMA
+    )
+    assert table_1(metrics).value.splitlines()[2] == "| mean_cosine | 0.2500 | 0.0847 |  |"
+    score = {"method": "bm25", "direction": "syntactic_to_semantic", "candidates": 9}
+    scores = pa.Table.from_pylist(
+        [
+            {**score, "fold": f, "recall_at_1": r, "recall_at_5": r, "recall_at_10": r, "mrr": r}
+            for f, r in ((1, 0.1), (2, 0.3))
+        ],
+        schema=SCORE_SCHEMA,
+    )
+    markdown = table_2(scores).value
+    assert markdown.splitlines()[2].startswith("| syntactic to semantic | bm25 | 0.200 ± 0.141 |")
+    comparison = Comparison("a", "b", "semantic_to_syntactic", 0.5, 1e-3, 2e-3, 3e-3)
+    assert significance([comparison]).value.splitlines()[2] == (
+        "| a | b | semantic to syntactic | +0.500 | 1.0e-03 | 3.0e-03 | 2.0e-03 |"
+    )
+    chart = recall_chart(scores).value
+    assert chart.startswith("![recall@k per method](data:image/png;base64,")
+    curve = training_curve([{"loss": 1.0, "validation_mrr": 0.5}]).value
+    assert curve.startswith("![training curve](data:image/png;base64,")
+
+
+def test_the_token_table_shows_25_unless_told() -> None:
+    graphs = pa.table({"node_tokens": [[f"t{n:02d}" for n in range(30)]]})
+    out = tokens(graphs)
+    assert len(out["top_tokens"].value.splitlines()) == 2 + 25
+    assert out["vocabulary_size"] == 30 and len(out["token_vocabulary"].value) == 30
+
+
+def test_the_audit_table_suggests_at_most_three_concepts() -> None:
+    missing = [{"qid": f"Q{n}", "label": f"c{n}", "symbol": None} for n in range(1, 5)]
+    audit = pa.table(
+        {
+            "qid": ["Q9"],
+            "label": ["x"],
+            "suspicion": [0.5],
+            "concept_fit": [[{"qid": "Q8", "label": "y", "percentile": 0.5}]],
+            "rank_formula_to_annotation": [1],
+            "rank_annotation_to_formula": [1],
+            "preferred_annotations": [["Q9"]],
+            "missing_concepts": [missing],
+        }
+    )
+    cell = annotation_audit_top(audit).value.splitlines()[2].split(" | ")[-1]
+    assert cell == "c1 (Q1), c2 (Q2), c3 (Q3) |"
