@@ -1,0 +1,80 @@
+"""`formula-assets audit`: what an editor reads — the most suspicious items, one line each with
+the finding beneath, how many could not be scored — and a clear error, exit 2, for a table
+that is missing or not Parquet."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from formula_assets.cli.audit import run_audit
+
+WIKIDATA = "https://www.wikidata.org/wiki/"
+
+
+def item(qid: str, label: str | None, suspicion: float | None) -> dict:
+    return {
+        "qid": qid,
+        "label": label,
+        "url": WIKIDATA + qid,
+        "scored": suspicion is not None,
+        "suspicion": suspicion,
+        "finding": f"finding of {qid}",
+        "missing_concepts": [],
+        "rank_formula_to_annotation": 3,
+        "rank_annotation_to_formula": 4,
+    }
+
+
+def lake_with(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, rows: list[dict]) -> Path:
+    lake = tmp_path / "lake"
+    lake.mkdir()
+    pq.write_table(pa.Table.from_pylist(rows), lake / "annotation_audit.parquet")
+    monkeypatch.setenv("FORMULA_ASSETS_DATA_LAKE", str(lake))
+    return lake
+
+
+def audit(top: int = 25, tsv: Path | None = None) -> int:
+    return run_audit(argparse.Namespace(top=top, tsv=tsv))
+
+
+def test_the_most_suspicious_items_with_their_findings(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rows = [item("Q1", "Ohm's law", 0.91234), item("Q22", None, 0.5), item("Q3", "x", None)]
+    lake_with(tmp_path, monkeypatch, rows)
+    assert audit(top=2) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        "the 2 most suspicious of 3 formula items (1 not scored)",
+        f"  1.  0.912  Q1          Ohm's law  {WIKIDATA}Q1",
+        "             finding of Q1",
+        f"  2.  0.500  Q22         (no label)  {WIKIDATA}Q22",
+        "             finding of Q22",
+    ]
+
+
+def test_every_item_scored_says_nothing_of_unscored_ones_and_writes_the_tsv(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    lake_with(tmp_path, monkeypatch, [item("Q1", "a", 0.2), item("Q2", "b", 0.1)])
+    tsv = tmp_path / "audit.tsv"
+    assert audit(top=1, tsv=tsv) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "the 1 most suspicious of 2 formula items"
+    assert out[-1] == f"wrote 1 rows to {tsv}"
+    lines = tsv.read_text(encoding="utf-8").splitlines()
+    assert len(lines) == 2 and lines[1].startswith(f"Q1\ta\t{WIKIDATA}Q1\tfinding of Q1\t")
+
+
+def test_a_table_that_is_not_parquet_is_a_clear_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    lake = lake_with(tmp_path, monkeypatch, [item("Q1", "a", 0.2)])
+    (lake / "annotation_audit.parquet").write_bytes(b"not parquet at all")
+    assert audit() == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"audit: {lake / 'annotation_audit.parquet'} is not a readable Parquet")
