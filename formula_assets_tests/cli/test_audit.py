@@ -78,3 +78,14 @@ def test_a_table_that_is_not_parquet_is_a_clear_error(
     assert audit() == 2
     err = capsys.readouterr().err
     assert err.startswith(f"audit: {lake / 'annotation_audit.parquet'} is not a readable Parquet")
+
+
+def test_a_top_below_one_and_an_unwritable_tsv_are_clear_errors(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    lake_with(tmp_path, monkeypatch, [item("Q1", "a", 0.2)])
+    assert audit(top=0) == 2
+    assert capsys.readouterr() == ("", "audit: --top must be at least 1\n")
+    nowhere = tmp_path / "no" / "such" / "folder" / "audit.tsv"
+    assert audit(tsv=nowhere) == 2
+    assert capsys.readouterr().err.startswith(f"audit: cannot write {nowhere}: ")

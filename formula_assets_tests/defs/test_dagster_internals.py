@@ -411,11 +411,40 @@ def test_upstream_run_id(shared: dg.DagsterInstance) -> None:
 
 def test_blocking_checks_in_run(shared: dg.DagsterInstance) -> None:
     instance = shared
-    every = dg.AssetSelection.assets("source") | dg.AssetSelection.checks_for_assets("source")
+    every = dg.AssetSelection.assets("source", "derived") | dg.AssetSelection.checks_for_assets(
+        "source"
+    )
     _, seen = run_recorded(instance, every)
     assert seen["gating source"] == ["source_blocking"]  # blocking only
+    assert seen["gating derived"] == []  # a check of another asset of the run does not gate it
     _, seen = run_recorded(instance, dg.AssetSelection.assets("source").without_checks())
     assert seen["gating source"] == []  # the run does not evaluate it
+
+
+RE_EXECUTED: dict[str, Any] = {}
+
+
+def recorded_job() -> dg.JobDefinition:
+    """The assets and checks above as a job a re-execution rebuilds by name, in process."""
+    return dg.Definitions(
+        assets=[source, derived],
+        asset_checks=[source_blocking, source_warning],
+        jobs=[dg.define_asset_job("recorded")],
+        resources={"io_manager": Recording(RE_EXECUTED)},
+        executor=dg.in_process_executor,
+    ).resolve_job_def("recorded")
+
+
+def test_blocking_checks_in_run_of_a_re_execution(shared: dg.DagsterInstance) -> None:
+    """A re-execution of the asset's step alone runs no check: none gates its output."""
+    job = dg.reconstructable(recorded_job)
+    first = dg.execute_job(job, shared)
+    assert first.success and RE_EXECUTED["gating source"] == ["source_blocking"]
+    RE_EXECUTED.clear()
+    options = dg.ReexecutionOptions(first.run_id, step_selection=["source"])
+    again = dg.execute_job(job, shared, reexecution_options=options)
+    assert again.success and again.dagster_run.step_keys_to_execute == ["source"]
+    assert RE_EXECUTED["gating source"] == []
 
 
 def test_blocking_checks_in_run_of_the_step_itself(shared: dg.DagsterInstance) -> None:
