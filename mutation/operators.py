@@ -11,8 +11,10 @@ are mostly set unions and array masks, and a module's score stays comparable wit
 recorded before.
 
 Left alone: docstrings, annotations, code under `if TYPE_CHECKING:`, the text of error
-messages and f-strings, and calls that only log or print. A site is named by its position
-in a deterministic walk of the tree, so a mutant is rebuilt from the source alone.
+messages and f-strings, and the arguments of calls that only log or print (such a call made
+as a statement may still be dropped: what a command prints is what its user sees). A site is
+named by its position in a deterministic walk of the tree, so a mutant is rebuilt from the
+source alone.
 """
 
 from __future__ import annotations
