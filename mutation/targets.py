@@ -66,13 +66,13 @@ def load_targets(path: Path = HERE / "targets.toml") -> list[Target]:
             tests=tuple(entry.get("tests") or [mirror(entry["module"])]),
             functions=tuple(entry["functions"]) if "functions" in entry else None,
             args=tuple(entry.get("args", ())),
-            operators=_operators(entry),
+            operators=_operator_sets(entry),
         )
         for entry in _read(path)["module"]
     ]
 
 
-def _operators(entry: dict) -> tuple[str, ...]:
+def _operator_sets(entry: dict) -> tuple[str, ...]:
     from mutation.operators import EXTRA_OPERATORS
 
     names = tuple(entry.get("operators", ()))

@@ -4,6 +4,8 @@ from; fresh ones and source assets left out. Real materializations on an ephemer
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import dagster as dg
 import pytest
 
@@ -51,7 +53,7 @@ def lines(entries: list[Entry]) -> list[str]:
 
 
 @pytest.fixture
-def instance() -> dg.DagsterInstance:
+def instance() -> Iterator[dg.DagsterInstance]:
     with dg.DagsterInstance.ephemeral() as instance:
         yield instance
 
