@@ -115,9 +115,12 @@ def test_a_run_that_left_its_asset_unbuilt_is_retried_one_evaluation_later() -> 
         assert _requested(result) == {"child"}
 
 
-def _mirror_of_the_project() -> tuple[list[dg.AssetsDefinition], dict[str, set[str]]]:
+def _mirror_of_the_project(
+    identical: frozenset[str] = frozenset(),
+) -> tuple[list[dg.AssetsDefinition], dict[str, set[str]]]:
     """Every asset of the project as a cheap stand-in with the same key, parents and
-    condition, each build new data; and each asset's descendants."""
+    condition, each build new data but those named `identical`, which always rebuild the
+    same; and each asset's descendants."""
     from formula_assets.definitions import defs
 
     graph = defs.resolve_asset_graph()
@@ -126,11 +129,13 @@ def _mirror_of_the_project() -> tuple[list[dg.AssetsDefinition], dict[str, set[s
 
     def stand_in(key: dg.AssetKey) -> dg.AssetsDefinition:
         parents = [k for k in graph.get(key).parent_keys if k in keys]
+        same = key.to_user_string() in identical
 
         @dg.asset(key=key, deps=parents, automation_condition=automation.AUTOMATION)
         def _build() -> dg.MaterializeResult:
             built[0] += 1
-            return dg.MaterializeResult(data_version=dg.DataVersion(str(built[0])))
+            version = "the same" if same else str(built[0])
+            return dg.MaterializeResult(data_version=dg.DataVersion(version))
 
         return _build
 
@@ -144,19 +149,12 @@ def _mirror_of_the_project() -> tuple[list[dg.AssetsDefinition], dict[str, set[s
     return [stand_in(k) for k in keys], below
 
 
-@pytest.mark.parametrize(
-    "changed",
-    [
-        "wikidata_formulae",  # Wikidata changed
-        "opt_graphs",  # a parser changed
-        "concept_annotations",  # only concept texts changed
-    ],
-)
-def test_a_change_reaches_each_asset_below_it_once(changed: str) -> None:
-    """The project's graph, where a change reaches the audit and the report by many paths of
-    different lengths: a new version of `changed` is followed, evaluation by evaluation, each
-    evaluation's requests built as one run, until nothing is requested."""
-    assets, below = _mirror_of_the_project()
+def _follow(
+    assets: list[dg.AssetsDefinition], changed: str
+) -> tuple[dict[str, int], list[list[str]]]:
+    """A new version of `changed`, followed evaluation by evaluation, each evaluation's
+    requests built as one run, until nothing is requested: how often each asset was built,
+    and each evaluation's requests."""
     names = [a.key.to_user_string() for a in assets]
     with dg.instance_for_test() as instance:
         assert dg.materialize(assets, instance=instance).success
@@ -180,10 +178,41 @@ def test_a_change_reaches_each_asset_below_it_once(changed: str) -> None:
             for name in requested:
                 builds[name] = builds.get(name, 0) + 1
             assert dg.materialize(assets, selection=requested, instance=instance).success
-        assert builds == dict.fromkeys(below[changed], 1), rounds
-        # the audit only after the search index and the models it reads
-        first = {name: i for i, batch in enumerate(rounds) for name in batch}
-        assert first["annotation_audit"] > first["search_index"] > first["fold_models"]
+    return builds, rounds
+
+
+@pytest.mark.parametrize(
+    "changed",
+    [
+        "wikidata_formulae",  # Wikidata changed
+        "opt_graphs",  # a parser changed
+        "concept_annotations",  # only concept texts changed
+    ],
+)
+def test_a_change_reaches_each_asset_below_it_once(changed: str) -> None:
+    """The project's graph, where a change reaches the audit and the report by many paths of
+    different lengths."""
+    assets, below = _mirror_of_the_project()
+    builds, rounds = _follow(assets, changed)
+    assert builds == dict.fromkeys(below[changed], 1), rounds
+    # the audit only after the search index and the models it reads
+    first = {name: i for i, batch in enumerate(rounds) for name in batch}
+    assert first["annotation_audit"] > first["search_index"] > first["fold_models"]
+
+
+def test_an_edit_of_labels_only_rebuilds_the_semantic_side_once_and_not_the_parsers() -> None:
+    """New Wikidata data whose formulae, folds and symbols are as they were: those assets
+    rebuild to the same data and stop there, while the new labels reach the audit and the
+    report by paths of different lengths, some through the unchanged assets' children. The
+    audit waits for the models it reads even where a parent of its own is unchanged."""
+    unchanged = {"cv_folds", "opt_graphs", "rejected_formulae", "concept_symbols"}
+    assets, below = _mirror_of_the_project(frozenset(unchanged))
+    builds, rounds = _follow(assets, "wikidata_formulae")
+    parsers_side = {"structural_embeddings", "opt_text_embeddings", "opt_token_embeddings"}
+    assert builds == dict.fromkeys(below["wikidata_formulae"] - parsers_side, 1), rounds
+    first = {name: i for i, batch in enumerate(rounds) for name in batch}
+    assert first["annotation_audit"] > first["search_index"] > first["fold_models"]
+    assert first["fold_models"] > first["semantic_embeddings"] > first["concept_annotations"]
 
 
 def test_a_new_code_version_requests_its_asset_and_an_identical_rebuild_stops_there() -> None:
