@@ -6,7 +6,10 @@ requested only when a parent's data version actually changed (or its own code ve
 so the content-hash data versions stop a cascade under automation as they do under
 `formula-assets refresh`. Like `eager`, nothing is requested while a parent is missing or in
 progress. Unlike it, nothing is requested while a parent will still change either (it waits on
-its own parents), so a change that reaches an asset by several paths builds it once; and
+its own parents), so a change that reaches an asset by several paths builds it once — where
+each parent it waits for has a reason of its own to change; a parent that has none yet, because
+the change is two levels up, is not waited for (a parser change whose models rebuild
+identical builds the report before the audit and again after it); and
 assets already missing at the sensor's first evaluation are requested too (with their missing
 parents: the sensor emits a backfill, which runs parents first) — except one that a run is
 building right then (a `formula-assets refresh` started before the UI), and so nothing below
@@ -53,7 +56,9 @@ _RUN_JUST_ENDED = (~_AC.in_progress()).newly_true().with_label("its_run_just_end
 # levels below them, fold_models and search_index) builds it once, from the new data of every
 # parent, not once per path and in between from new formulae with old models. (A missing
 # parent is `any_deps_missing`'s: requested in the same evaluation, it is built first in the
-# same run.)
+# same run.) Ancestors above the parents are not looked at: conditions cannot recurse, and
+# `any_deps_match` unrolled to the graph's depth made an evaluation of the project 3-10 times
+# slower (0.6-0.9 s → 2.5 s at three levels, 7 s at eight).
 _WILL_CHANGE = (
     (_TRIGGER.since_last_handled() & ~_AC.missing()) | _AC.in_progress() | _RUN_JUST_ENDED
 ).with_label("will_change")
