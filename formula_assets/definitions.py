@@ -24,6 +24,7 @@ from formula_assets.defs.io_managers import DataLakeIOManager, ModelIOManager
 from formula_assets.defs.resources.data_lake import DataLakeResource
 from formula_assets.defs.resources.sentence_embedder import SentenceEmbedderResource
 from formula_assets.defs.resources.wikidata import WikidataResource
+from formula_assets.methods import registry
 
 PROJECT = Path(__file__).resolve().parent
 
@@ -49,6 +50,7 @@ def _defs_folder() -> dg.Definitions:
 
 
 SETTINGS = Settings.from_environment()  # read once, when the definitions load
+registry.check_loaded_under(SETTINGS)  # the method partitions follow these settings
 defs = dg.Definitions.merge(
     with_conventions(_defs_folder()),
     dg.Definitions(

@@ -26,16 +26,24 @@ def _home(_args: argparse.Namespace) -> int:
     return 0
 
 
-def _stale(_args: argparse.Namespace) -> int:
+def _stale(args: argparse.Namespace) -> int:
     import dagster as dg
 
-    from formula_assets.cli.runs import load_definitions
-    from formula_assets.cli.stale import stale_entries
+    from formula_assets.cli.observe import observed_stale_entries
+    from formula_assets.cli.runs import RefreshError, load_definitions
 
     ensure_dagster_home()
     with dg.DagsterInstance.get() as instance:
-        for entry in stale_entries(load_definitions(), instance):
-            print(entry.line())
+        try:
+            entries = observed_stale_entries(
+                load_definitions(), instance, lambda line: print(line, file=sys.stderr),
+                probe=args.observe,
+            )  # fmt: skip
+        except RefreshError as exc:
+            print(f"stale: {exc}", file=sys.stderr)
+            return 1
+    for entry in entries:
+        print(entry.line())
     return 0
 
 
@@ -50,7 +58,7 @@ def _refresh(args: argparse.Namespace) -> int:
         try:
             # its lines share stdout with the workers': each goes out whole, when it is said
             report = refresh(
-                load_definitions(), instance, say, workers=args.workers, observe=args.observe
+                load_definitions(), instance, say, workers=args.workers, observe_probe=args.observe
             )
         except RefreshError as exc:
             print(f"refresh failed: {exc}", file=sys.stderr)
@@ -121,9 +129,16 @@ def build_parser() -> argparse.ArgumentParser:
     commands.add_parser(
         "home", help="create the project's Dagster instance folder and print its path"
     ).set_defaults(handler=_home)
-    commands.add_parser(
-        "stale", help="list stale or missing assets and partitions, with Dagster's causes"
-    ).set_defaults(handler=_stale)
+    stale = commands.add_parser(
+        "stale",
+        help="observe the sources as refresh does, then list what it would build and why",
+    )
+    stale.add_argument(
+        "--observe",
+        action="store_true",
+        help="also observe the Wikidata change probe (as `refresh --observe` does)",
+    )
+    stale.set_defaults(handler=_stale)
     refresh = commands.add_parser(
         "refresh", help="materialize exactly the stale or missing assets, in order, until fresh"
     )

@@ -20,6 +20,7 @@ import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass, field
+from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +28,7 @@ import dagster as dg
 import yaml
 
 from formula_assets.cli.refresh import RefreshReport, refresh
-from formula_assets.cli.runs import Job, Print, data_versions, plan_jobs
+from formula_assets.cli.runs import Job, Print, RefreshError, data_versions, plan_jobs
 from formula_assets.cli.stale import Entry
 from formula_assets.core import settings
 from formula_assets.core.settings import CELERY_BROKER_ENV as BROKER_ENV
@@ -181,6 +182,56 @@ def placements(instance: dg.DagsterInstance, run_ids: Sequence[str]) -> list[Pla
 INSTANCE_SETTINGS = Path(__file__).resolve().parent.parent / "deploy" / "dagster.yaml"
 
 
+def _refresh_through_workers(
+    workers: int, slots: int
+) -> tuple[RefreshReport, list[Placement], dict[str, str]]:
+    """The refresh loop over the Celery code location, in a process started with the
+    deployment's environment: it loads the definitions under the settings the workers load
+    them with (the profile fixes the method partitions when the registry is first imported,
+    and this command's own process imported it before the profile was chosen)."""
+    from formula_assets.cli.runs import say
+    from formula_assets.deploy.celery import defs as location
+
+    with dg.DagsterInstance.get() as instance:
+        instance.event_log_storage.set_concurrency_slots(TRAINING_POOL, slots)
+        runner = CeleryRunner(launchers=2 * workers)
+        report = refresh(location, instance, echo=say, workers=workers, runner=runner)
+        return report, placements(instance, runner.run_ids), data_versions(location, instance)
+
+
+def _drive_child(send: Connection, workers: int, slots: int) -> None:
+    try:
+        send.send((True, _refresh_through_workers(workers, slots)))
+    except RefreshError as exc:  # a failed run: said in this process, as a local refresh does
+        send.send((False, str(exc)))
+
+
+def _drive(workers: int, slots: int) -> tuple[RefreshReport, list[Placement], dict[str, str]]:
+    """`_refresh_through_workers` in a new process, which starts with this process's
+    environment (the deployment's, set by the caller); killed if this one is interrupted."""
+    context = multiprocessing.get_context("spawn")
+    receive, send = context.Pipe(duplex=False)
+    child = context.Process(target=_drive_child, args=(send, workers, slots), name="refresh")
+    child.start()
+    send.close()
+    try:
+        ok, outcome = receive.recv()
+    except EOFError:
+        child.join()
+        raise RefreshError(
+            f"the refresh process ended without a result (exit code {child.exitcode}); "
+            "its error is printed above"
+        ) from None
+    except BaseException:
+        child.kill()
+        raise
+    finally:
+        child.join()
+    if not ok:
+        raise RefreshError(outcome)
+    return outcome
+
+
 def run_distributed(
     *,
     workers: int = 2,
@@ -242,14 +293,8 @@ def run_distributed(
                 ]
                 processes.extend(group)
                 wait_until_ready(group)
-            from formula_assets.deploy.celery import defs as location
-
-            with dg.DagsterInstance.get() as instance:
-                instance.event_log_storage.set_concurrency_slots(TRAINING_POOL, slots)
-                runner = CeleryRunner(launchers=2 * workers)
-                report = refresh(location, instance, echo=echo, workers=workers, runner=runner)
-                found = placements(instance, runner.run_ids)
-                versions = data_versions(location, instance)
+            # the environment is the deployment's now: the refresh starts in it
+            report, found, versions = _drive(workers, slots)
     finally:
         for process in processes:
             process.stop()

@@ -7,9 +7,9 @@ step runs once per refresh. A
 runner executes each round: locally (heavy steps in worker processes, one torch thread each)
 or on a distributed engine (`cli/distributed.py`).
 
-Each refresh first observes `sentence_model` (hashing the sentence model's files takes a
-fraction of a second), so a model changed in place is seen by the next `make run`: exactly
-the embedding assets turn stale, and what depends on them follows if their vectors changed.
+Each refresh first observes the sources as `formula-assets stale` does (`cli/observe.py`),
+so a model changed in place is seen by the next `make run`: exactly the embedding assets turn
+stale, and what depends on them follows if their vectors changed.
 
 A step that another entry point (the automation sensor, the UI, `dg launch`, another refresh)
 is building right now is not started a second time: the refresh waits for that run, then
@@ -24,18 +24,16 @@ from dataclasses import dataclass, field
 import dagster as dg
 
 from formula_assets.cli.inflight import Builder, building_elsewhere, job_targets
+from formula_assets.cli.observe import observe
 from formula_assets.cli.pools import ensure_training_pool, free_slots_of_ended_runs
-from formula_assets.cli.runs import REFRESH_TAG, Job, Print, RefreshError, Runner
+from formula_assets.cli.runs import Job, Print, RefreshError, Runner
 from formula_assets.cli.stale import Entry, Target, stale_entries
 
 MAX_ROUNDS = 50
-OBSERVE_JOB = "observe_wikidata"
-MODEL_JOB = "observe_sentence_model"
-MODEL_KEY = dg.AssetKey("sentence_model")
 POLL_S = 2.0  # how often a waiting refresh looks at the runs it waits for
 REMIND_S = 300.0  # how often it says again what it waits for
 
-__all__ = ["RefreshError", "RefreshReport", "observe_sentence_model", "observe_sources", "refresh"]
+__all__ = ["RefreshError", "RefreshReport", "refresh"]
 
 
 @dataclass
@@ -60,59 +58,6 @@ def _frontier(defs: dg.Definitions, entries: list[Entry]) -> list[Entry]:
         return ancestors[key]
 
     return [e for e in entries if not (above(e.target.key) & pending)]
-
-
-def observe_sources(defs: dg.Definitions, instance: dg.DagsterInstance, echo: Print) -> None:
-    """Observe the change probe now, as the weekly schedule would."""
-    echo("observing wikidata_probe")
-    result = defs.resolve_job_def(OBSERVE_JOB).execute_in_process(
-        instance=instance, tags={REFRESH_TAG: "true"}, raise_on_error=False
-    )
-    if not result.success:
-        raise RefreshError("observing wikidata_probe failed; the last good data is kept")
-
-
-def _observed_version(instance: dg.DagsterInstance, key: dg.AssetKey) -> str | None:
-    records = instance.fetch_observations(key, limit=1).records
-    return records[0].asset_observation.data_version if records else None
-
-
-def _failure(result: dg.ExecuteInProcessResult) -> str:
-    for event in result.get_step_failure_events():
-        error = event.step_failure_data.error
-        while error is not None and error.cause is not None:  # the user code's own error
-            error = error.cause
-        if error is not None:
-            return error.message.strip()
-    return "see the run log in the UI"
-
-
-def observe_sentence_model(defs: dg.Definitions, instance: dg.DagsterInstance, echo: Print) -> None:
-    """Hash the sentence models' files; a new hash makes the assets that read them stale.
-
-    The hash is compared first: an observation run costs more than a second of event writes,
-    so one is recorded only when the files changed (or were never observed)."""
-    from formula_assets.defs.semantics.sentence_model import current_version
-    from formula_assets.semantics.models import EmbeddingModelError
-
-    if not defs.resolve_asset_graph().has(MODEL_KEY):
-        return
-    before = _observed_version(instance, MODEL_KEY)
-    try:
-        if current_version() == before:
-            return
-    except (EmbeddingModelError, OSError) as exc:  # not there, or a file it cannot read
-        raise RefreshError(f"the sentence model cannot be identified: {exc}") from None
-    result = defs.resolve_job_def(MODEL_JOB).execute_in_process(
-        instance=instance, tags={REFRESH_TAG: "true"}, raise_on_error=False
-    )
-    if not result.success:
-        raise RefreshError(
-            f"observing sentence_model failed: {_failure(result)}; the last good data is kept"
-        )
-    after = _observed_version(instance, MODEL_KEY)
-    if before is not None and after != before:
-        echo(f"sentence_model changed ({before} → {after}): its files are not the same")
 
 
 def _held(
@@ -166,7 +111,7 @@ def refresh(
     echo: Print = print,
     workers: int = 2,
     max_rounds: int = MAX_ROUNDS,
-    observe: bool = False,
+    observe_probe: bool = False,
     runner: Runner | None = None,
     poll_s: float = POLL_S,
     remind_s: float = REMIND_S,
@@ -176,7 +121,7 @@ def refresh(
 
         with LocalRunner(workers) as local:  # one pool of workers for every round
             return refresh(
-                defs, instance, echo, workers, max_rounds, observe, local, poll_s, remind_s
+                defs, instance, echo, workers, max_rounds, observe_probe, local, poll_s, remind_s
             )
     report = RefreshReport()
     started = time.perf_counter()
@@ -185,9 +130,7 @@ def refresh(
         echo(f"warning: {warning}")
     for run_id in free_slots_of_ended_runs(instance):
         echo(f"freed the pool slots still held by run {run_id}, which has ended")
-    observe_sentence_model(defs, instance, echo)
-    if observe:
-        observe_sources(defs, instance, echo)
+    observe(defs, instance, echo, probe=observe_probe)
     attempted: dict[Target, int] = {}
     said: set[tuple[Job, Builder]] = set()
     while entries := stale_entries(defs, instance):

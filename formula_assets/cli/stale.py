@@ -1,4 +1,5 @@
-"""What is stale or missing, and why: Dagster's own stale-status resolver.
+"""What is stale or missing, and why: Dagster's own stale-status resolver, after observing
+the sources as `refresh` does (`cli/observe.py`), so the list is what a refresh would build.
 
 Dagster exposes staleness through its web server; in Python only through a private class,
 which `defs.dagster_internals.staleness_reader` wraps (and its test pins).

@@ -7,12 +7,10 @@ modules (a package's `data/` folder), and the values of the result-changing sett
 modules declare in a module-level `RESULT_SETTINGS` tuple. A new import is picked up by
 itself; an edit anywhere in the closure changes the version.
 
-Outside every version are modules that judge, show or schedule data but never produce it:
-each stage's `checks` module (the rules behind asset checks), `defs.checks`,
-`defs.publication` (when a checked table is shown), `defs.metadata` (UI previews, charts,
-column docs), `defs.automation` (when to run), this module, and the `cli` and `deploy`
-packages. The closure does not pass through them. Ancestor packages'
-`__init__` modules count only when imported by name.
+Outside every version are modules that judge, show or schedule data but never produce it,
+`UNVERSIONED` and every `checks` module, each with the reason (docs/lineage.md shows
+`boundary_table()`, and a test keeps the two equal). The closure does not pass through them.
+Ancestor packages' `__init__` modules count only when imported by name.
 
 Everything is read with `ast`, without importing anything, so versions cost no import time.
 """
@@ -32,16 +30,22 @@ PACKAGE_DIR = Path(__file__).resolve().parent.parent
 VERSION_CHARS = 16
 DATA_FOLDER = "data"
 SETTINGS_NAME = "RESULT_SETTINGS"
-UNVERSIONED = (
-    "formula_assets.core.versioning",
-    "formula_assets.cli",
-    "formula_assets.deploy",
-    "formula_assets.defs.automation",
-    "formula_assets.defs.checks",
-    "formula_assets.defs.metadata",
-    "formula_assets.defs.publication",
+# The boundary: modules (or packages) outside every code version, with the reason.
+UNVERSIONED: dict[str, str] = {
+    "formula_assets.defs.metadata": "what the asset pages show: previews, Markdown tables, "
+    "charts, column docs",
+    "formula_assets.defs.automation": "when assets run (automation conditions, sensor, schedule)",
+    "formula_assets.defs.publication": "when a checked table is shown (staged, then published "
+    "once its blocking checks pass): where the bytes go, not what they hold",
+    "formula_assets.core.versioning": "how versions are computed",
+    "formula_assets.cli": "entry points; no asset imports them",
+    "formula_assets.deploy": "deployment examples; no asset imports them",
+}
+UNVERSIONED_LEAF = "checks"  # every module of that name, in any package
+LEAF_REASON = (
+    "rules behind asset checks: they judge data; edit one and run the checks "
+    "(UI: *Checks* → *Execute*)"
 )
-UNVERSIONED_LEAF = "checks"
 
 
 # The settings that change results (`changes_results` in core.settings), read when the
@@ -237,3 +241,44 @@ def is_package_module(module: str) -> bool:
 
 def closure(module: str) -> list[str]:
     return _default().closure(module)
+
+
+def unreached(versioner: Versioner | None = None) -> list[str]:
+    """Modules (not packages) in no code version although not on the boundary: reached only
+    through it (or imported by no asset at all)."""
+    versioner = versioner or _default()
+    assets = [m for m in versioner.paths if m.startswith(f"{PACKAGE}.defs") and is_versioned(m)]
+    reached = {m for asset in assets for m in versioner.closure(asset)}
+    return sorted(
+        m
+        for m in versioner.paths
+        if is_versioned(m) and m not in reached and versioner.paths[m].name != "__init__.py"
+    )
+
+
+def _path(module: str, versioner: Versioner) -> str:
+    path = versioner.paths[module].relative_to(versioner.root)
+    return f"`{path.parent}/`" if path.name == "__init__.py" else f"`{path}`"
+
+
+def boundary_table(versioner: Versioner | None = None) -> str:
+    """The boundary as docs/lineage.md shows it (a test keeps the two equal)."""
+    versioner = versioner or _default()
+    rows = [
+        "| outside every code version | why |",
+        "|---|---|",
+        f"| every `{UNVERSIONED_LEAF}.py` (each stage's, and `defs/{UNVERSIONED_LEAF}.py`) "
+        f"| {LEAF_REASON} |",
+        *(
+            f"| {_path(m, versioner)} | {why} |"
+            for m, why in UNVERSIONED.items()
+            if m in versioner.paths
+        ),
+    ]
+    only = ", ".join(_path(m, versioner) for m in unreached(versioner))
+    if only:
+        rows.append(
+            f"| {only} | imported only through the modules above (or by no asset): "
+            "an asset never runs them |"
+        )
+    return "\n".join(rows)

@@ -8,7 +8,9 @@ ones by naming them in FORMULA_ASSETS_EXTRA_METHODS (`module:attribute`, comma-s
 each is added with `register`, and its module's source enters every code version that
 depends on the registry, so lineage sees it as it sees the built-in ones. A profile may leave
 built-in methods out (`Profile.leaves_out`: not trained, not scored). Both settings are read
-once, when this module is first imported: the definitions' partitions are fixed then.
+once, when this module is first imported: the definitions' partitions are fixed then, and
+`check_loaded_under` refuses definitions loaded later under other values (a process whose
+environment changed in between would plan other partitions than its workers build).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from typing import TYPE_CHECKING
 
 from formula_assets.core.profiles import get_profile
 from formula_assets.core.protocol import ENSEMBLE
-from formula_assets.core.settings import EXTRA_METHODS_ENV, Settings
+from formula_assets.core.settings import EXTRA_METHODS_ENV, PROFILE_ENV, Settings
 from formula_assets.methods import (
     bag_dual_cl,
     bm25,
@@ -142,6 +144,30 @@ def built_in(left_out: tuple[str, ...]) -> tuple[Method, ...]:
             f"a profile leaves out {', '.join(unknown)}: not a built-in method ({', '.join(names)})"
         )
     return tuple(m for m in BUILT_IN if m.name not in left_out)
+
+
+class RegistryMismatch(RuntimeError):
+    """The methods were registered under other settings than the definitions now load with."""
+
+
+def loaded_under() -> tuple[str, tuple[str, ...]]:
+    """The profile and extra methods the registry was filled under."""
+    return _SETTINGS.profile, _SETTINGS.extra_methods
+
+
+def check_loaded_under(settings: Settings) -> None:
+    """Raise unless `settings` name the profile and extra methods the registry was filled
+    under: the partitions, Table 2's rows and every reader of the method list come from
+    this registry, in every process that loads the definitions."""
+    now = (settings.profile, settings.extra_methods)
+    if now != loaded_under():
+        raise RegistryMismatch(
+            f"the methods were registered under profile {_SETTINGS.profile!r} and extra "
+            f"methods {list(_SETTINGS.extra_methods)}, but the definitions load under profile "
+            f"{settings.profile!r} and {list(settings.extra_methods)}: set "
+            f"{PROFILE_ENV} and {EXTRA_METHODS_ENV} before the first import of "
+            "formula_assets (a process that changes them must start a new process)"
+        )
 
 
 _SETTINGS = Settings.from_environment()

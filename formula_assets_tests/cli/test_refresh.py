@@ -459,7 +459,7 @@ def test_a_refresh_that_observes_first_records_the_probe(instance) -> None:
     defs = dg.Definitions(assets=[probe, formulae], jobs=[observe_wikidata()])
     said: list[str] = []
 
-    refresh(defs, instance, echo=said.append, runner=MarksBuilt(), observe=True)
+    refresh(defs, instance, echo=said.append, runner=MarksBuilt(), observe_probe=True)
 
     assert said.index("observing wikidata_probe") < said.index("materializing formulae")
     [record] = instance.fetch_observations(dg.AssetKey("wikidata_probe"), limit=2).records
@@ -481,7 +481,7 @@ def test_a_failed_observation_stops_the_refresh_before_any_build(instance) -> No
     runner = MarksBuilt()
 
     with pytest.raises(RefreshError) as raised:
-        refresh(defs, instance, echo=quiet, runner=runner, observe=True)
+        refresh(defs, instance, echo=quiet, runner=runner, observe_probe=True)
 
     assert str(raised.value) == "observing wikidata_probe failed; the last good data is kept"
     assert runner.rounds == []

@@ -434,3 +434,38 @@ def test_the_module_level_functions_read_the_installed_package() -> None:
     assert re.fullmatch("[0-9a-f]{16}", version)
     assert versioning.is_package_module(module)
     assert not versioning.is_package_module("formula_assets_tests.methods.test_adding_a_method")
+
+
+def test_the_documented_boundary_is_the_one_the_versions_use() -> None:
+    """docs/lineage.md shows `boundary_table()`, made from `UNVERSIONED` and the modules only
+    it reaches: a module added to the boundary, or reached only through it, shows there."""
+    documented = (versioning.PACKAGE_DIR.parent / "docs" / "lineage.md").read_text()
+    table = versioning.boundary_table()
+    assert table in documented
+    for module in versioning.UNVERSIONED:  # each names a module of the package
+        assert not versioning.is_versioned(module) and versioning.is_package_module(module)
+    rows = table.splitlines()
+    assert "`defs/publication.py`" in table and "`core/staging.py`" in rows[-1]
+
+
+def test_unreached_modules_are_those_no_asset_module_imports(tmp_path: Path) -> None:
+    root = tmp_path / "formula_assets"
+    for relative, source in {
+        "__init__.py": "",
+        "defs/__init__.py": "",
+        "defs/asset.py": "from formula_assets import used\nfrom formula_assets.cli import run\n",
+        "used.py": "",
+        "lonely.py": "",
+        "cli/__init__.py": "from formula_assets import behind\n",
+        "cli/run.py": "",
+        "behind.py": "",
+    }.items():
+        (root / relative).parent.mkdir(parents=True, exist_ok=True)
+        (root / relative).write_text(source)
+    versioner = versioning.Versioner(root)
+    assert versioning.unreached(versioner) == ["formula_assets.behind", "formula_assets.lonely"]
+    assert (
+        versioning.boundary_table(versioner)
+        .splitlines()[-1]
+        .startswith("| `behind.py`, `lonely.py` | imported only through")
+    )

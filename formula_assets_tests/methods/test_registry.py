@@ -2,12 +2,15 @@
 ensemble, training and search read the one list (checked on a registry of toy methods)."""
 
 import importlib
+import os
+import subprocess
+import sys
 
 import pytest
 
 from formula_assets.core.profiles import PROFILES
 from formula_assets.core.protocol import ENSEMBLE
-from formula_assets.core.settings import EXTRA_METHODS_ENV, PROFILE_ENV
+from formula_assets.core.settings import EXTRA_METHODS_ENV, PROFILE_ENV, Settings
 from formula_assets.evaluation.lineup import Lineup
 from formula_assets.methods import registry
 from formula_assets.methods.base import Method, TrainedMethod
@@ -137,3 +140,30 @@ def test_the_profile_of_the_environment_decides_the_methods_when_imported(
         monkeypatch.undo()  # the session's profile again
         importlib.reload(registry)
     assert registry.methods() == registry.BUILT_IN
+
+
+def test_settings_other_than_the_registrys_are_refused() -> None:
+    profile, _ = registry.loaded_under()
+    registry.check_loaded_under(Settings.from_environment())  # the session's own: accepted
+    other = next(name for name in PROFILES if name != profile)
+    with pytest.raises(registry.RegistryMismatch, match=f"under profile {profile!r}.*{other!r}"):
+        registry.check_loaded_under(Settings.from_environment({PROFILE_ENV: other}))
+    named = {PROFILE_ENV: profile, EXTRA_METHODS_ENV: f"{__name__}:EXTRA"}
+    with pytest.raises(registry.RegistryMismatch, match="extra methods"):
+        registry.check_loaded_under(Settings.from_environment(named))
+
+
+def test_definitions_loaded_after_the_profile_changed_are_refused() -> None:
+    """The distributed command's old fault: the method list was fixed under one profile, the
+    definitions were loaded under another, and a step read a partition nobody built."""
+    script = (
+        "import os; import formula_assets.methods.registry;"
+        f"os.environ[{PROFILE_ENV!r}] = 'default';"
+        "import formula_assets.definitions"
+    )
+    env = {**os.environ, PROFILE_ENV: "smoke"}
+    done = subprocess.run(
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode != 0
+    assert "RegistryMismatch: the methods were registered under profile 'smoke'" in done.stderr
