@@ -27,7 +27,7 @@ PIPELINE_MODULES = frozenset(
         "defs/test_evaluation.py",
         "lineage/test_code_changes.py",
         "methods/test_adding_a_method.py",
-        "search/test_searcher.py",
+        "search/test_meaning.py",
         "test_end_to_end.py",
     )
 )

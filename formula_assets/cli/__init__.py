@@ -178,19 +178,26 @@ def build_parser() -> argparse.ArgumentParser:
         "settings", help="print every setting, its effective value and where it came from"
     ).set_defaults(handler=_settings)
     search = commands.add_parser(
-        "search", help="formula → concepts (--latex/--mathml) or text → formulae (--text)"
+        "search",
+        help="find Wikidata items by a text (--text) or a formula (--latex, --mathml): names, "
+        "formula structure and the trained models, fused",
     )
     query = search.add_mutually_exclusive_group(required=True)
     query.add_argument("--latex", help="a formula in LaTeX, e.g. 'F = m a'")
     query.add_argument("--mathml", metavar="FILE", help="a file holding a MathML formula")
-    query.add_argument("--text", help="a description, e.g. 'kinetic energy'")
+    query.add_argument("--text", help="a name or a description, e.g. 'kinetic energy'")
     search.add_argument(
         "--method",
         choices=registry.search_methods(),
-        help="default: the best method available in the data lake",
+        help="the meaning channel's method (default: the best in the data lake)",
     )
-    search.add_argument("--fold", type=int, help="which fold's models (default: best validation)")
-    search.add_argument("--top", type=int, default=10, help="how many items to print (10)")
+    search.add_argument(
+        "--fold", type=int, help="the meaning channel's fold models (default: best validation)"
+    )
+    search.add_argument("--top", type=int, default=10, help="how many items (10, at most 100)")
+    search.add_argument(
+        "--json", action="store_true", help="the hits and the symbol explanation as JSON"
+    )
     search.set_defaults(handler=_search)
     audit = commands.add_parser(
         "audit", help="the formula annotations the held-out models find most suspicious"

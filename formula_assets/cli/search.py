@@ -1,8 +1,9 @@
-"""`formula-assets search`: formula → concepts or text → formulae, printed."""
+"""`formula-assets search`: a text or a formula, answered from names, structure and meaning."""
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
@@ -10,62 +11,85 @@ from upath import UPath
 
 from formula_assets.core.protocol import ENSEMBLE
 from formula_assets.core.settings import Settings
-from formula_assets.search.searcher import Searcher, SearchError, latex_to_mathml
+from formula_assets.search.searcher import LATEX, MATHML, TEXT, Searcher, SearchError, SearchResult
 from formula_assets.syntax.opt import parse_options
 
 
+def _query(args: argparse.Namespace) -> tuple[str, str]:
+    if args.mathml is not None:
+        try:
+            return Path(args.mathml).read_text(encoding="utf-8"), MATHML
+        except (OSError, UnicodeDecodeError) as exc:
+            raise SearchError(f"cannot read {args.mathml}: {exc}") from None
+    if args.latex is not None:
+        return args.latex, LATEX
+    return args.text, TEXT
+
+
+def searcher_from_settings(method: str | None = None, fold: int | None = None) -> Searcher:
+    """A searcher over the configured data lake, parsing as the pipeline parsed."""
+    settings = Settings.from_environment()
+    return Searcher(
+        UPath(settings.data_lake),
+        method,
+        fold,
+        options=parse_options(settings.styled_letters),
+        model_dir=settings.model_dir,
+        offline=settings.hf_hub_offline,
+    )
+
+
 def run_search(args: argparse.Namespace) -> int:
-    """Print the hits of one query; 2 when the search cannot run as asked."""
+    """Print the hits of one query (or write them as JSON); 2 when the search cannot run."""
     try:
-        if args.mathml is not None:
-            try:
-                mathml = Path(args.mathml).read_text(encoding="utf-8")
-            except (OSError, UnicodeDecodeError) as exc:
-                raise SearchError(f"cannot read {args.mathml}: {exc}") from None
-        elif args.latex is not None:
-            mathml = latex_to_mathml(args.latex)
-        else:
-            mathml = None
-        settings = Settings.from_environment()
-        searcher = Searcher(
-            UPath(settings.data_lake),
-            args.method,
-            args.fold,
-            options=parse_options(settings.styled_letters),
-            model_dir=settings.model_dir,
-            offline=settings.hf_hub_offline,
-        )
-        if mathml is not None:
-            hits = searcher.formula_to_concepts(mathml, args.top)
-            print(f"formula → concepts with {searcher.method}" + _fold_note(searcher))
-        else:
-            hits = searcher.text_to_formulae(args.text, args.top)
-            print(f"text → formulae with {searcher.method}" + _fold_note(searcher))
+        query, kind = _query(args)
+        result = searcher_from_settings(args.method, args.fold).search(query, kind, args.top)
     except SearchError as exc:
         print(f"search: {exc}", file=sys.stderr)
         return 2
-    for hit in hits:
-        seen = {True: "trained on", False: "held out", None: ""}[hit.trained_on]
-        line = (
-            f"{hit.rank:>3}. {hit.score:6.3f}  {seen:<10}  {hit.qid:<11} "
-            f"{hit.label or '(no label)'}"
-        )
-        if hit.description:
-            line += f" — {hit.description}"
-        print(line)
-        if mathml is not None and hit.concepts:
-            print(f"{'':24}concepts: {', '.join(hit.concepts[:8])}")
-        if mathml is None and hit.formula:
-            print(f"{'':24}formula: {hit.formula[:100]}")
+    if args.json:
+        json.dump(result.as_json(), sys.stdout, ensure_ascii=False, indent=1)
+        sys.stdout.write("\n")
+    else:
+        print_result(result)
     return 0
 
 
-def _fold_note(searcher) -> str:
+def _channels(hit) -> str:
+    parts = []
+    for name, found in hit.channels.items():
+        parts.append(f"{name} #{found.rank}" + (" (exact)" if found.exact else ""))
+    return ", ".join(parts)
+
+
+def print_result(result: SearchResult) -> None:
+    meaning = result.meaning
     weights = ""
-    if searcher.method == ENSEMBLE:
-        weights = ", weights " + ", ".join(f"{m} {w:.1f}" for m, w in searcher.weights.items())
-        weights += f", hubness k {searcher.index.hubness_k}"
-    return (
-        f" (fold {searcher.fold} models{weights}; 'trained on': the item was in those models'"
-        " training folds, 'held out': in their test fold)"
+    if meaning.get("method") == ENSEMBLE:
+        weights = " weighing " + ", ".join(f"{m} {w:.1f}" for m, w in meaning["weights"].items())
+    print(
+        f"{result.kind} query, channels: {', '.join(result.channels)} (meaning: "
+        f"{meaning.get('method')}, fold {meaning.get('fold')} models{weights}; 'trained on': "
+        "the item was in those models' training folds, 'held out': in their test fold)"
     )
+    for hit in result.hits:
+        seen = {True: "trained on", False: "held out", None: ""}[hit.trained_on]
+        line = f"{hit.rank:>3}. {hit.qid:<11} {hit.label or '(no label)'}"
+        if hit.description:
+            line += f" — {hit.description}"
+        print(line)
+        print(f"{'':16}found by {_channels(hit)}{'; ' + seen if seen else ''}")
+        concepts = [c.label for c in hit.concepts if c.label]
+        if concepts:
+            print(f"{'':16}concepts: {', '.join(sorted(set(concepts))[:8])}")
+    if result.symbols:
+        print("what the query's symbols most likely denote:")
+        for symbol in result.symbols:
+            if not symbol.readings:
+                print(f"  {symbol.identifier}: no annotation in the items found or the corpus")
+                continue
+            readings = []
+            for r in symbol.readings:
+                kinds = ", ".join(f"{k} {v:.2f}" for k, v in r.evidence.items())
+                readings.append(f"{r.label or r.concept} ({r.concept}) {r.score:.2f} [{kinds}]")
+            print(f"  {symbol.identifier}: " + "; ".join(readings))

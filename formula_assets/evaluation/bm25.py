@@ -49,31 +49,49 @@ def reference_scores(queries: Sequence[str], documents: Sequence[str]) -> np.nda
     return np.vstack([index.get_scores(tokenize(q)) for q in queries])
 
 
+class Bm25Index:
+    """Documents already split into terms, as a sparse term × document matrix of BM25 weights:
+    a query's scores are the sum of its terms' rows (a repeated term counts again, as in
+    rank-bm25). The names channel of search and Table 2's baseline both score through it."""
+
+    def __init__(self, corpus: Sequence[Sequence[str]]) -> None:
+        index = LuceneBM25([list(d) or ["∅"] for d in corpus] or [["∅"]])
+        self.size = len(corpus)
+        self.vocabulary = {term: i for i, term in enumerate(index.idf)}
+        idf = np.array(list(index.idf.values()))
+        rows, cols, values = [], [], []
+        for d, frequencies in enumerate(index.doc_freqs[: self.size]):
+            norm = index.k1 * (1 - index.b + index.b * index.doc_len[d] / index.avgdl)
+            for term, f in frequencies.items():
+                t = self.vocabulary[term]
+                rows.append(t)
+                cols.append(d)
+                values.append(idf[t] * f * (index.k1 + 1) / (f + norm))
+        self.weights = sparse.csr_matrix(
+            (values, (rows, cols)), shape=(len(self.vocabulary), self.size)
+        )
+
+    def query_matrix(self, queries: Sequence[Sequence[str]]) -> sparse.csr_matrix:
+        """Each query's term counts over the vocabulary (unknown terms dropped)."""
+        q_rows, q_cols = [], []
+        for i, query in enumerate(queries):
+            for term in query:
+                if term in self.vocabulary:
+                    q_rows.append(i)
+                    q_cols.append(self.vocabulary[term])
+        return sparse.csr_matrix(
+            (np.ones(len(q_rows)), (q_rows, q_cols)), shape=(len(queries), len(self.vocabulary))
+        )
+
+    def scores(self, query: Sequence[str]) -> np.ndarray:
+        """Every document's BM25 score for one query."""
+        return np.asarray((self.query_matrix([query]) @ self.weights).todense()).ravel()
+
+
 def bm25_scorer(queries: Sequence[str], documents: Sequence[str]) -> SparseScorer:
     """BM25 of every document for every query, as a chunked scorer; IDF from `documents`."""
-    corpus = _corpus(documents)
-    index = LuceneBM25(corpus)
-    vocabulary = {term: i for i, term in enumerate(index.idf)}
-    idf = np.array(list(index.idf.values()))
-    rows, cols, values = [], [], []
-    for d, frequencies in enumerate(index.doc_freqs):
-        norm = index.k1 * (1 - index.b + index.b * index.doc_len[d] / index.avgdl)
-        for term, f in frequencies.items():
-            t = vocabulary[term]
-            rows.append(t)
-            cols.append(d)
-            values.append(idf[t] * f * (index.k1 + 1) / (f + norm))
-    weights = sparse.csr_matrix((values, (rows, cols)), shape=(len(vocabulary), len(corpus)))
-    q_rows, q_cols = [], []
-    for i, query in enumerate(queries):
-        for term in tokenize(query):
-            if term in vocabulary:
-                q_rows.append(i)
-                q_cols.append(vocabulary[term])
-    counts = sparse.csr_matrix(
-        (np.ones(len(q_rows)), (q_rows, q_cols)), shape=(len(queries), len(vocabulary))
-    )  # duplicates sum: a repeated query term counts again, as in rank-bm25
-    return SparseScorer(counts, weights)
+    index = Bm25Index(_corpus(documents))
+    return SparseScorer(index.query_matrix([tokenize(q) for q in queries]), index.weights)
 
 
 def bm25_scores(queries: Sequence[str], documents: Sequence[str]) -> np.ndarray:

@@ -107,6 +107,7 @@ class _Pending:
     enwiki: str | None
     pairs: list[tuple[str, str | None]]  # (concept qid, symbol MathML)
     notes: list[str]
+    aliases: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -372,6 +373,13 @@ def _mapping(value: object) -> Mapping[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
+def _english_aliases(entity: Json) -> list[str]:
+    """The entity's English aliases (`aliases.en`: a list of {language, value}), sorted."""
+    listed = _mapping(entity.get("aliases")).get("en")
+    values = [clean_text(_mapping(a).get("value")) for a in listed or () if isinstance(a, dict)]
+    return sorted({v for v in values if v})
+
+
 def _english(entity: Json) -> tuple[str | None, str | None]:
     label = _mapping(_mapping(entity.get("labels")).get("en")).get("value")
     description = _mapping(_mapping(entity.get("descriptions")).get("en")).get("value")
@@ -446,6 +454,7 @@ def _pending(entity: Json) -> _Pending:
         enwiki=enwiki_url(title) if clean_text(title) else None,
         pairs=pairs,
         notes=notes,
+        aliases=_english_aliases(entity),
     )
 
 
@@ -543,6 +552,7 @@ def _record(
         qid=pending.qid,
         label=pending.label,
         description=pending.description,
+        aliases=pending.aliases,
         mathml=pending.mathml,
         concepts=sorted(
             concepts,

@@ -70,6 +70,8 @@ class FormulaRecord:
     unassigned_descriptions: list[str] = field(default_factory=list)
     # Data-quality remarks made while building the row (alignment gaps, repairs).
     notes: list[str] = field(default_factory=list)
+    # Other English names of the item (Wikidata's aliases, skos:altLabel), sorted.
+    aliases: list[str] = field(default_factory=list)
 
 
 CONCEPT_TYPE = pa.struct(
@@ -86,6 +88,7 @@ FORMULA_SCHEMA = pa.schema(
         ("qid", pa.string()),
         ("label", pa.string()),
         ("description", pa.string()),
+        ("aliases", pa.list_(pa.string())),
         ("mathml", pa.string()),
         ("tex", pa.string()),
         ("concepts", pa.list_(CONCEPT_TYPE)),
@@ -122,6 +125,7 @@ def records_to_table(records: Iterable[FormulaRecord]) -> pa.Table:
         columns["qid"].append(r.qid)
         columns["label"].append(t(r.label))
         columns["description"].append(t(r.description))
+        columns["aliases"].append([t(a) for a in r.aliases])
         columns["mathml"].append(t(r.mathml))
         columns["tex"].append(t(r.tex))
         columns["concepts"].append(

@@ -52,6 +52,7 @@ PREFIX pq: <http://www.wikidata.org/prop/qualifier/>
 PREFIX wikibase: <http://wikiba.se/ontology#>
 PREFIX schema: <http://schema.org/>
 PREFIX rdfs: <http://www.w3.org/2000/01/rdf-schema#>
+PREFIX skos: <http://www.w3.org/2004/02/skos/core#>
 """
 
 # Items only: properties and lexemes can carry statements too, but they are not formula items.
@@ -95,12 +96,13 @@ PROBE_ROLES = ("formula", "concept")
 
 _DETAIL_TEMPLATE = (
     PREFIXES
-    + """SELECT ?item ?itemLabel ?itemDescription ?formula ?enwiki
+    + """SELECT ?item ?itemLabel ?itemDescription ?alias ?formula ?enwiki
        ?statement ?concept ?conceptLabel ?conceptDescription ?symbol WHERE {
   VALUES ?item { %s }
   ?item wdt:P2534 ?formula .
   OPTIONAL { ?item rdfs:label ?itemLabel . FILTER(LANG(?itemLabel) = "en") }
   OPTIONAL { ?item schema:description ?itemDescription . FILTER(LANG(?itemDescription) = "en") }
+  OPTIONAL { ?item skos:altLabel ?alias . FILTER(LANG(?alias) = "en") }
   OPTIONAL { ?enwiki schema:about ?item ; schema:isPartOf <https://en.wikipedia.org/> . }
   OPTIONAL {
     ?item ?p ?statement .
@@ -159,6 +161,7 @@ class _ItemRows:
 
     labels: set[str] = field(default_factory=set)
     descriptions: set[str] = field(default_factory=set)
+    aliases: set[str] = field(default_factory=set)
     formulae: set[str] = field(default_factory=set)
     enwikis: set[str] = field(default_factory=set)
     # (statement, concept QID, symbol): one concept per statement and symbol.
@@ -169,6 +172,7 @@ class _ItemRows:
         for target, name in (
             (self.labels, "itemLabel"),
             (self.descriptions, "itemDescription"),
+            (self.aliases, "alias"),
             (self.formulae, "formula"),
             (self.enwikis, "enwiki"),
         ):
@@ -213,6 +217,7 @@ class _ItemRows:
             qid=qid,
             label=_first(self.labels),
             description=_first(self.descriptions),
+            aliases=sorted(self.aliases),
             mathml=formulae[0] if formulae else None,
             concepts=concepts,
             source="sparql",

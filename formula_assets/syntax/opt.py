@@ -84,6 +84,26 @@ def flatten(root: OptNode) -> OptGraph:
     return graph
 
 
+def unflatten(
+    node_tokens: Sequence[str],
+    node_types: Sequence[str],
+    edge_parent: Sequence[int],
+    edge_child: Sequence[int],
+    edge_roles: Sequence[str],
+    child_positions: Sequence[int],
+) -> OptNode:
+    """The tree `flatten` made these rows of (nodes in preorder): read back from `opt_graphs`
+    without parsing the MathML again."""
+    nodes = [OptNode(t, token) for token, t in zip(node_tokens, node_types, strict=True)]
+    for parent, child, role, position in zip(
+        edge_parent, edge_child, edge_roles, child_positions, strict=True
+    ):
+        node = nodes[child]
+        node.role, node.position = role, position
+        nodes[parent].children.append(node)
+    return nodes[0]
+
+
 def is_tree(node_count: int, edge_parent: Sequence[int], edge_child: Sequence[int]) -> bool:
     """Edges = nodes − 1, every node but the root has exactly one parent, all reach the root."""
     if node_count == 0 or len(edge_parent) != node_count - 1 or len(edge_child) != len(edge_parent):

@@ -1,7 +1,15 @@
-"""`formula-assets search` over a materialized pipeline (smoke models on the stable sample)."""
+"""The searcher of people's queries over a small lake of real snapshot items: the name and
+structure indexes as the assets build them, and a meaning channel of the frozen sentence
+vectors (`sbert_no_cl`, fold 1 serving). Texts find names, formulae find formulae, each hit
+says which channels found it, a formula's identifiers are explained, the CLI prints JSON, and
+every way a query cannot run is one clear error."""
 
-import itertools
+from __future__ import annotations
+
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -10,223 +18,189 @@ import pyarrow.parquet as pq
 import pytest
 from upath import UPath
 
-from formula_assets.methods import registry
-from formula_assets.search.layout import METADATA_KEY
-from formula_assets.search.searcher import Searcher, SearchError, latex_to_mathml
-from formula_assets.semantics.models import resolve_model
-from formula_assets_tests.support.pipeline import pipeline
+from formula_assets.core.arrow import embedding_matrix
+from formula_assets.ingest.records import records_to_table
+from formula_assets.ingest.snapshot import snapshot_records
+from formula_assets.search.fusion import MEANING, NAMES, STRUCTURE
+from formula_assets.search.layout import INDEX_SCHEMA, METADATA_KEY
+from formula_assets.search.names import name_table
+from formula_assets.search.searcher import LATEX, MATHML, TEXT, Searcher, SearchError
+from formula_assets.search.structure import structure_table
+from formula_assets.semantics.annotations import build_annotations
+from formula_assets.semantics.models import TextEmbedder, resolve_model
+from formula_assets.semantics.tables import opt_text_vectors, semantic_vectors
+from formula_assets.syntax.canonical import MAX_DEPTH
+from formula_assets.syntax.mathml import ParseOptions
+from formula_assets.syntax.opt import build_opt_graphs
 
-
-def unit_rows(vectors: np.ndarray) -> np.ndarray:
-    """Rows (or one vector) at unit length; a zero vector stays zero and scores 0 (a lexicon
-    query with no known concept has no symbols)."""
-    norms = np.linalg.norm(vectors, axis=-1, keepdims=True)
-    return vectors / np.where(norms == 0, 1.0, norms)
+FROZEN = "sbert_no_cl"
+CLI = Path(sys.executable).parent / "formula-assets"
+# Ohm's law, the Pythagorean theorem, mass–energy equivalence, kinetic energy, Hooke's law,
+# momentum, force, and some others of the snapshot
+CHOSEN = {"Q41591", "Q11518", "Q35875", "Q46276", "Q170282", "Q41273", "Q11402"}
+OTHERS = 33
 
 
 @pytest.fixture(scope="module")
-def lake(materialized) -> UPath:
-    return UPath(materialized[0].lake)
+def lake(tmp_path_factory: pytest.TempPathFactory) -> UPath:
+    root = tmp_path_factory.mktemp("people_lake")
+    everything = list(snapshot_records())
+    others = [r for r in everything if r.qid not in CHOSEN][:: len(everything) // OTHERS][:OTHERS]
+    records = [r for r in everything if r.qid in CHOSEN] + others
+    formulae = records_to_table(records)
+    options = ParseOptions()
+    graphs = build_opt_graphs(
+        zip(formulae["qid"].to_pylist(), formulae["mathml"].to_pylist(), strict=True), options
+    ).graphs
+    spec = resolve_model(None, "a test")
+    embedder = TextEmbedder(spec)
+    opt_text, _ = opt_text_vectors(graphs, embedder, None)
+    semantic, _, _ = semantic_vectors(build_annotations(formulae.to_pylist()), embedder, None)
+    qids, structural = embedding_matrix(opt_text)
+    semantic_by = dict(zip(*embedding_matrix(semantic), strict=True))
+    rows = [
+        {"fold": fold, "method": FROZEN, "qid": q, "split": ("train", "test")[i % 2],
+         "structural": structural[i].tolist(),
+         "semantic": semantic_by.get(q, np.ones(structural.shape[1])).tolist(),
+         "structural_hubness": 0.0, "semantic_hubness": 0.0}
+        for fold in (1, 2) for i, q in enumerate(qids)
+    ]  # fmt: skip
+    summary = {
+        "serving_fold": 1,
+        "validation_mrr": {"1": {}, "2": {}},
+        "ensemble_weights": {"1": {FROZEN: 1.0}, "2": {FROZEN: 1.0}},
+        "ensemble_hubness_k": {"1": 0, "2": 0},
+        "embedding_model": None,
+        "embedding_model_identity": spec.identity,
+    }
+    index = pa.Table.from_pylist(rows, INDEX_SCHEMA).replace_schema_metadata(
+        {METADATA_KEY: json.dumps(summary)}
+    )
+    pq.write_table(index, str(root / "search_index.parquet"))
+    pq.write_table(formulae, str(root / "wikidata_formulae.parquet"))
+    pq.write_table(graphs, str(root / "opt_graphs.parquet"))
+    pq.write_table(
+        structure_table(graphs, formulae, options), str(root / "structure_index.parquet")
+    )
+    pq.write_table(name_table(formulae, embedder.encode), str(root / "name_index.parquet"))
+    return UPath(root)
 
 
-def an_item(lake: UPath) -> dict:
-    formulae = pq.read_table(str(lake / "wikidata_formulae.parquet")).to_pylist()
-    return next(r for r in formulae if r["mathml"] and r["concepts"])
+@pytest.fixture(scope="module")
+def searcher(lake: UPath) -> Searcher:
+    return Searcher(lake, FROZEN)
 
 
-@pytest.mark.slow
+def first(result) -> str:
+    return result.hits[0].qid
+
+
 @pytest.mark.parametrize(
-    "method",
-    ["graph_text_cl", "sbert_dual_cl", "sbert_no_cl", "sbert_finetuned_cl", "symbol_lexicon"],
+    ("query", "qid"),
+    [("ohms law", "Q41591"), ("Pythagoras theorem", "Q11518"), ("hookes law", "Q170282")],
 )
-def test_query_path_reproduces_the_stored_vectors(lake: UPath, method: str) -> None:
-    """A formula of the corpus, searched for, scores exactly as its stored vector does."""
-    searcher = Searcher(lake, method=method)
-    item = an_item(lake)
-    hits = searcher.formula_to_concepts(item["mathml"], top=5000)
-    assert [h.rank for h in hits] == list(range(1, len(hits) + 1))
-    assert all(a.score >= b.score for a, b in itertools.pairwise(hits))
-    qids = searcher.index.qids
-    splits = dict(zip(qids, searcher.index.splits, strict=True))
-    if method != "sbert_no_cl":
-        structural, semantic = searcher.index.spaces[method]
-        row = qids.index(item["qid"])
-        unit = unit_rows(semantic)
-        expected = unit @ unit_rows(structural[row])
-        got = {h.qid: h.score for h in hits}
-        assert np.allclose([got[q] for q in qids], expected, atol=1e-4)
-        assert all(h.split == splits[h.qid] for h in hits)
-        assert {h.trained_on for h in hits} == {True, False}
-        assert all(h.trained_on == (splits[h.qid] != "test") for h in hits)
-    else:
-        assert {h.trained_on for h in hits} == {None}
+def test_a_name_as_people_write_it_comes_first(searcher, query: str, qid: str) -> None:
+    result = searcher.search(query, TEXT, top=5)
+    assert first(result) == qid
+    assert result.channels == (NAMES, MEANING)
+    assert NAMES in result.hits[0].channels
 
 
-@pytest.mark.slow
-def test_the_ensemble_scores_a_query_as_table_2_does(lake: UPath) -> None:
-    """Each member's cosine less half the candidate's stored hubness, weighted: a corpus
-    formula, searched for, scores every item as its stored vectors do."""
-    searcher = Searcher(lake, method="score_ensemble")
-    assert searcher.index.hubness_k in (0, 5, 10)
-    item = an_item(lake)
-    hits = {h.qid: h.score for h in searcher.formula_to_concepts(item["mathml"], top=5000)}
-    row = searcher.index.qids.index(item["qid"])
-    expected = 0.0
-    for method, weight in searcher.weights.items():
-        structural, semantic = searcher.index.spaces[method]
-        unit = unit_rows(semantic)
-        cosine = unit @ unit_rows(structural[row])
-        expected = expected + weight * (cosine - 0.5 * searcher.index.hubness[method][1])
-    assert np.allclose([hits[q] for q in searcher.index.qids], expected, atol=1e-4)
-    assert any(searcher.index.hubness[m][1].any() for m in searcher.weights) == (
-        searcher.index.hubness_k > 0
-    )
+def test_a_formula_in_other_letters_finds_its_item(searcher) -> None:
+    result = searcher.search("U = I R", LATEX, top=5)
+    assert first(result) == "Q41591"
+    channel = result.hits[0].channels[STRUCTURE]
+    assert channel.rank == 1 and not channel.exact  # renamed: not the very formula
+    assert searcher.search("V = I R", LATEX).hits[0].channels[STRUCTURE].exact
+    assert result.channels == (STRUCTURE, MEANING)
 
 
-@pytest.mark.slow
-def test_the_ensemble_scores_a_text_query_against_the_structural_sides_hubness(
-    lake: UPath, tmp_path: Path
-) -> None:
-    """A text query's candidates are formulae (the structural side): each member's cosine
-    less half the candidate's structural hubness, weighted. The stored hubness is replaced by
-    distinct random numbers on each side, so a score read from the wrong side is seen."""
-    index = pq.read_table(str(lake / "search_index.parquet"))
-    rng = np.random.default_rng(5)
-    n = index.num_rows
-    index = index.set_column(
-        index.schema.get_field_index("structural_hubness"),
-        "structural_hubness",
-        pa.array(rng.uniform(0, 0.5, n)),
-    ).set_column(
-        index.schema.get_field_index("semantic_hubness"),
-        "semantic_hubness",
-        pa.array(rng.uniform(0.5, 1.0, n)),
-    )
-    for entry in Path(str(lake)).iterdir():  # the models and every other table as they are
-        if entry.name != "search_index.parquet":
-            (tmp_path / entry.name).symlink_to(entry)
-    pq.write_table(index, tmp_path / "search_index.parquet")
-    searcher = Searcher(UPath(tmp_path), method="score_ensemble")
-    text = "energy of a moving body"
-    hits = {h.qid: h.score for h in searcher.text_to_formulae(text, top=5000)}
-    expected = 0.0
-    for method, weight in searcher.weights.items():
-        query, _ = searcher._semantic_query(method, text)
-        structural = searcher.index.spaces[method][0]
-        unit = unit_rows(structural)
-        cosine = unit @ unit_rows(query)
-        expected = expected + weight * (cosine - 0.5 * searcher.index.hubness[method][0])
-    assert len(hits) == len(searcher.index.qids)
-    assert np.allclose([hits[q] for q in searcher.index.qids], expected, atol=1e-4)
+def test_the_same_formula_with_its_own_names_comes_first(searcher) -> None:
+    assert first(searcher.search("E = m c^2", LATEX)) == "Q35875"
+    assert first(searcher.search("c^2 = a^2 + b^2", LATEX)) == "Q11518"
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("damaged", ["search_index", "wikidata_formulae"])
-def test_a_damaged_table_is_one_clear_error(lake: UPath, tmp_path: Path, damaged: str) -> None:
-    for table in Path(str(lake)).glob("*.parquet"):
-        (tmp_path / table.name).symlink_to(table)
-    (tmp_path / f"{damaged}.parquet").unlink()
-    (tmp_path / f"{damaged}.parquet").write_bytes(b"not parquet")
-    with pytest.raises(SearchError, match=f"{damaged}.parquet is not a readable Parquet table"):
-        Searcher(UPath(tmp_path), method="sbert_no_cl").text_to_formulae("mass", top=3)
+def test_a_hit_carries_its_item_and_says_what_found_it(searcher) -> None:
+    hit = searcher.search("E = m c^2", LATEX).hits[0]
+    assert hit.label == "mass–energy equivalence" and hit.url.endswith("/Q35875")
+    assert hit.mathml and hit.mathml.startswith("<math")
+    symbols = {c.symbol for c in hit.concepts}
+    assert {"E", "m", "c"} <= symbols
+    assert hit.trained_on is None  # the frozen method trains nothing (test_meaning: trained)
 
 
-@pytest.mark.slow
-def test_best_method_comes_from_retrieval_scores(lake: UPath) -> None:
-    scores = pq.read_table(str(lake / "retrieval_scores.parquet")).to_pandas()
-    best = scores.groupby("method")["mrr"].mean().idxmax()
-    searcher = Searcher(lake)
-    assert searcher.method == best
-    hits = searcher.text_to_formulae("energy of a moving body", top=3)
-    assert len(hits) == 3 and all(h.qid.startswith("Q") for h in hits)
+def test_a_formulas_identifiers_are_explained(searcher) -> None:
+    result = searcher.search("E = m c^2", LATEX)
+    readings = {s.identifier: s.readings[0] for s in result.symbols}
+    assert readings["m"].label == "mass" and readings["E"].label == "energy"
+    assert "Q35875" in readings["c"].items
+    renamed = searcher.search("K = q w^2", LATEX)
+    assert {s.identifier for s in renamed.symbols} == {"K", "q", "w"}
+    assert "aligned" in {k for s in renamed.symbols for r in s.readings for k in r.evidence}
 
 
-@pytest.mark.slow
-def test_cli_prints_items_and_explains_failures(materialized, tmp_path: Path) -> None:
-    run = materialized[0]
-    found = run.run("search", "--latex", "E = m c^2", "--top", "3")
-    assert found.returncode == 0, found.stderr
-    lines = found.stdout.splitlines()
-    assert lines[0].startswith("formula → concepts with ")
-    hits = [line for line in lines if line.lstrip()[:2] in ("1.", "2.", "3.")]
-    assert len(hits) == 3
-    assert all(("trained on" in line) != ("held out" in line) for line in hits)
-    text = run.run("search", "--text", "kinetic energy", "--top", "2", "--method", "sbert_no_cl")
-    assert text.returncode == 0 and "text → formulae with sbert_no_cl" in text.stdout
-    bad = run.run("search", "--latex", "\\frac{")
-    assert bad.returncode == 2 and "did not convert" in bad.stderr
-    broken = tmp_path / "broken.mml"
-    broken.write_text("<math><mi>x</mi>")
-    assert "does not parse" in run.run("search", "--mathml", str(broken)).stderr
-    empty = pipeline(tmp_path / "empty", tmp_path / "cache")
-    nothing = empty.run("search", "--text", "mass")
-    assert nothing.returncode == 2 and "run `make run`" in nothing.stderr
+def test_a_channel_left_out_finds_nothing(lake) -> None:
+    only_names = Searcher(lake, FROZEN, channels=[NAMES])
+    result = only_names.search("ohms law", TEXT)
+    assert result.channels == (NAMES,)
+    assert all(set(h.channels) == {NAMES} for h in result.hits)
+    formula = Searcher(lake, FROZEN, channels=[MEANING]).search("V = I R", LATEX)
+    assert all(set(h.channels) == {MEANING} for h in formula.hits)
 
 
-@pytest.mark.slow
-def test_a_sentence_model_changed_since_the_index_was_built_is_refused(
-    lake: UPath, tmp_path: Path
-) -> None:
-    """Queries are embedded with the model: one whose files are no longer those the index's
-    vectors were made with (a fine-tune saved over it) would rank nonsense, so it is refused."""
-    index = pq.read_table(str(lake / "search_index.parquet"))
-    metadata = dict(index.schema.metadata)
-    summary = json.loads(metadata[METADATA_KEY])
-    assert summary["embedding_model_identity"] == resolve_model(None, "a test").identity
-    for table in Path(str(lake)).glob("*.parquet"):
-        if table.name != "search_index.parquet":
-            (tmp_path / table.name).symlink_to(table)
-    summary["embedding_model_identity"] = "0" * 32  # the vectors of some other model
-    metadata[METADATA_KEY] = json.dumps(summary).encode()
-    pq.write_table(index.replace_schema_metadata(metadata), tmp_path / "search_index.parquet")
-    with pytest.raises(SearchError, match="not the one the search index was built with"):
-        Searcher(UPath(tmp_path), method="sbert_no_cl").text_to_formulae("mass", top=3)
+def test_the_result_is_json(searcher) -> None:
+    document = json.loads(json.dumps(searcher.search("V = I R", LATEX, top=3).as_json()))
+    assert document["kind"] == LATEX and len(document["hits"]) == 3
+    hit = document["hits"][0]
+    assert set(hit) >= {"qid", "label", "mathml", "concepts", "channels", "trained_on", "url"}
+    assert hit["channels"]["structure"]["rank"] == 1
+    assert document["symbols"] and document["symbols"][0]["readings"]
 
 
-def test_latex_conversion() -> None:
-    assert latex_to_mathml("x^2").startswith("<math")
-    with pytest.raises(SearchError, match="did not convert"):
-        latex_to_mathml("\\frac{")
+@pytest.mark.parametrize(
+    ("query", "kind", "top", "message"),
+    [
+        ("x", "words", 10, "unknown query kind"),
+        ("   ", TEXT, 10, "the query is empty"),
+        ("x" * 1001, TEXT, 10, "longer than 1,000 characters"),
+        ("x" * 4001, LATEX, 10, "longer than 4,000 characters"),
+        ("x", TEXT, 0, "top must be between 1 and 100"),
+        ("x", TEXT, 101, "top must be between 1 and 100"),
+        ("\\frac{", LATEX, 10, "did not convert to MathML"),
+        ("<math><mi>x</mi>", MATHML, 10, "does not parse"),
+        (
+            "<math>" + "<msqrt><mi>a</mi><mo>=</mo>" * (MAX_DEPTH + 1) + "<mi>x</mi>"
+            + "</msqrt>" * (MAX_DEPTH + 1) + "</math>",
+            MATHML, 10, "nests deeper",
+        ),
+    ],
+)  # fmt: skip
+def test_a_query_that_cannot_run_says_why(searcher, query, kind, top, message) -> None:
+    with pytest.raises(SearchError, match=message):
+        searcher.search(query, kind, top)
 
 
-@pytest.mark.slow
-def test_a_query_loads_only_what_it_needs(materialized) -> None:
-    """A cold search reads one fold of the index and imports no Table 2, BM25, SciPy or
-    sentence-transformers code: what it skips is what keeps a query within seconds."""
-    import subprocess
-    import sys
+def test_a_lake_without_the_name_index_says_what_to_run(lake, tmp_path: Path) -> None:
+    for path in Path(str(lake)).iterdir():
+        if path.name != "name_index.parquet":
+            (tmp_path / path.name).write_bytes(path.read_bytes())
+    with pytest.raises(SearchError, match=r"name_index is not materialized.*make run"):
+        Searcher(UPath(tmp_path), FROZEN)
 
-    run = materialized[0]
-    probe = (
-        "import sys\n"
-        "from upath import UPath\n"
-        "from formula_assets.search.searcher import Searcher\n"
-        f"s = Searcher(UPath({str(run.lake)!r}))\n"
-        "s.formula_to_concepts('<math><mi>F</mi><mo>=</mo><mi>m</mi><mi>a</mi></math>', 3)\n"
-        "s.text_to_formulae('kinetic energy', 3)\n"
-        "print(len(s.index.qids), s.fold, sorted(s.index.spaces))\n"
-        "heavy = ('scipy', 'rank_bm25', 'sentence_transformers', 'transformers', 'pandas')\n"
-        "print(sorted({m.split('.')[0] for m in sys.modules} & set(heavy)))\n"
-        "print(sorted(m for m in sys.modules if m.startswith('formula_assets.evaluation')))\n"
-    )
-    out = subprocess.run(
-        [sys.executable, "-c", probe], env=run.env, capture_output=True, text=True, timeout=300
-    )
-    assert out.returncode == 0, out.stderr
-    items, _, methods = out.stdout.splitlines()[0].split(" ", 2)
-    assert methods == str(sorted(m.name for m in registry.ensemble_members()))
-    heavy, evaluation = out.stdout.splitlines()[1:3]
-    assert heavy in ("[]", "['pandas']"), heavy  # pyarrow imports pandas on its own
-    loaded = ["", ".ensemble", ".hubness", ".ranking"]
-    assert evaluation == str([f"formula_assets.evaluation{m}" for m in loaded])
-    # one row group per fold × method, so that reading one fold skips the others
-    file = pq.ParquetFile(str(run.lake / "search_index.parquet"))
-    blocks = set()
-    for group in range(file.num_row_groups):
-        rows = file.read_row_group(group, columns=["fold", "method"])
-        assert rows.num_rows == int(items)
-        blocks.add(tuple(set(rows[c].to_pylist()).pop() for c in ("fold", "method")))
-        assert all(len(set(rows[c].to_pylist())) == 1 for c in ("fold", "method"))
-    assert (
-        len(blocks) == file.num_row_groups == len(registry.indexed()) * len({f for f, _ in blocks})
-    )
+
+def test_the_cli_prints_the_hits_as_json(lake) -> None:
+    env = {**os.environ, "FORMULA_ASSETS_DATA_LAKE": str(lake), "HF_HUB_OFFLINE": "1"}
+    done = subprocess.run(
+        [str(CLI), "search", "--text", "ohms law", "--method", FROZEN, "--top", "2", "--json"],
+        env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    document = json.loads(done.stdout)
+    assert document["hits"][0]["qid"] == "Q41591" and len(document["hits"]) == 2
+    shown = subprocess.run(
+        [str(CLI), "search", "--latex", "V = I R", "--method", FROZEN, "--top", "2"],
+        env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert shown.returncode == 0, shown.stderr
+    assert "Q41591" in shown.stdout and "found by structure #1 (exact)" in shown.stdout
+    assert "what the query's symbols most likely denote:" in shown.stdout

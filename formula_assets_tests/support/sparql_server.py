@@ -67,6 +67,7 @@ class Entity:
     enwiki: str | None = None
     statements: tuple[Statement, ...] = ()
     modified: str = "2026-01-01T00:00:00Z"  # schema:dateModified
+    aliases: tuple[str, ...] = ()  # English skos:altLabel
 
 
 def _concepts() -> list[Entity]:
@@ -95,6 +96,7 @@ def _formula_items() -> list[Entity]:
                 Statement("P4934", "Q11423", (m,)),
                 Statement("P4934", "Q2111", (c,)),
             ),
+            aliases=("E=mc²", "mass-energy relation"),
         ),
         Entity(
             "Q46276",
@@ -248,25 +250,29 @@ def _en(value: str | None) -> dict[str, str] | None:
 
 
 def detail_rows(world: Mapping[str, Entity], qids: Iterable[str]) -> list[dict[str, Any]]:
-    """Rows as WDQS multiplies them: formula × enwiki × (statement, symbol)."""
+    """Rows as WDQS multiplies them: formula × alias × enwiki × (statement, symbol)."""
     rows: list[dict[str, Any]] = []
     for qid in qids:
         item = world.get(qid)
         if item is None:
             continue
         for formula in item.formulae:
-            base = {
-                "item": uri(ENTITY + qid),
-                "itemLabel": _en(item.label),
-                "itemDescription": _en(item.description),
-                "formula": literal(formula, datatype=MATHML),
-                "enwiki": uri(item.enwiki) if item.enwiki else None,
-            }
-            qualified = [(n, st, sym) for n, st in enumerate(item.statements) for sym in st.symbols]
-            if not qualified:
-                rows.append(base)
-            for n, statement, symbol in qualified:
-                rows.append({**base, **_statement_terms(world, qid, n, statement, symbol)})
+            for alias in item.aliases or (None,):
+                base = {
+                    "item": uri(ENTITY + qid),
+                    "itemLabel": _en(item.label),
+                    "itemDescription": _en(item.description),
+                    "alias": _en(alias),
+                    "formula": literal(formula, datatype=MATHML),
+                    "enwiki": uri(item.enwiki) if item.enwiki else None,
+                }
+                qualified = [
+                    (n, st, sym) for n, st in enumerate(item.statements) for sym in st.symbols
+                ]
+                if not qualified:
+                    rows.append(base)
+                for n, statement, symbol in qualified:
+                    rows.append({**base, **_statement_terms(world, qid, n, statement, symbol)})
     return [{k: v for k, v in row.items() if v is not None} for row in rows]
 
 

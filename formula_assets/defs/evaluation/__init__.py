@@ -1,2 +1,1 @@
-"""Group `evaluation`: retrieval scores (Table 2), the search index, the annotation audit and
-the report."""
+"""Group `evaluation`: retrieval scores (Table 2), the annotation audit and the report."""

@@ -14,7 +14,7 @@ from formula_assets.search.index import build_search_index
 
 
 @dg.asset(
-    group_name="evaluation",
+    group_name="search",
     kinds={"python", "parquet"},
 )
 def search_index(

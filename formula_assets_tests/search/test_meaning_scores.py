@@ -22,7 +22,7 @@ from formula_assets.core.protocol import ENSEMBLE
 from formula_assets.graphs.inputs import TokenTexts
 from formula_assets.methods.graph_text_cl import METHOD
 from formula_assets.search.layout import INDEX_SCHEMA, METADATA_KEY
-from formula_assets.search.searcher import Hit, Searcher, SearchError, latex_to_mathml
+from formula_assets.search.meaning import Hit, MeaningSearcher, SearchError, latex_to_mathml
 from formula_assets.semantics.bert import BertSentenceEncoder
 from formula_assets.semantics.models import packaged_default_path, resolve_model
 from formula_assets.syntax.mathml import parse_mathml
@@ -120,7 +120,7 @@ def _scores(hits: list[Hit]) -> np.ndarray:
 def test_a_text_query_scores_each_formula_as_the_ensemble_weighs_it(lake, encoder) -> None:
     """Without method or fold: the ensemble (no retrieval_scores) of the serving fold (2),
     weight × (cosine to the candidate's structural vector − ½ its structural hubness)."""
-    searcher = Searcher(lake)
+    searcher = MeaningSearcher(lake)
     assert (searcher.method, searcher.fold) == (ENSEMBLE, 2)
     hits = searcher.text_to_formulae("  kinetic \n energy ", top=len(QIDS))
     query = encoder.encode("kinetic energy")
@@ -133,7 +133,7 @@ def test_a_text_query_scores_each_formula_as_the_ensemble_weighs_it(lake, encode
 
 def test_a_formula_query_scores_each_item_against_its_semantic_side(lake, encoder) -> None:
     """Fold 1 asked for: its weight (0.6) and the candidates' semantic hubness."""
-    searcher = Searcher(lake, fold=1)
+    searcher = MeaningSearcher(lake, fold=1)
     hits = searcher.formula_to_concepts(MATHML, top=12)
     assert len(hits) == len(QIDS)
     query = encoder.encode(flatten(parse_mathml(MATHML)).linearised)
@@ -143,7 +143,7 @@ def test_a_formula_query_scores_each_item_against_its_semantic_side(lake, encode
 
 
 def test_one_method_scores_by_plain_cosine(lake, encoder) -> None:
-    searcher = Searcher(lake, method=FROZEN, fold=1)
+    searcher = MeaningSearcher(lake, method=FROZEN, fold=1)
     assert searcher.weights == {FROZEN: 1.0}
     hits = searcher.text_to_formulae("speed of light", top=len(QIDS))
     query = encoder.encode("speed of light")
@@ -152,14 +152,14 @@ def test_one_method_scores_by_plain_cosine(lake, encoder) -> None:
 
 
 def test_hits_are_the_top_scores_in_order(lake) -> None:
-    hits = Searcher(lake, method=FROZEN).text_to_formulae("momentum", top=12)
+    hits = MeaningSearcher(lake, method=FROZEN).text_to_formulae("momentum", top=12)
     assert all(a.score >= b.score for a, b in itertools.pairwise(hits))
-    top2 = Searcher(lake, method=FROZEN).text_to_formulae("momentum", top=2)
+    top2 = MeaningSearcher(lake, method=FROZEN).text_to_formulae("momentum", top=2)
     assert top2 == hits[:2]
 
 
 def test_hits_carry_their_items(lake) -> None:
-    hits = {h.qid: h for h in Searcher(lake, method=FROZEN).text_to_formulae("x", top=12)}
+    hits = {h.qid: h for h in MeaningSearcher(lake, method=FROZEN).text_to_formulae("x", top=12)}
     first = hits["Q1"]
     assert (first.label, first.description, first.formula) == (
         "mass–energy",
@@ -191,14 +191,14 @@ def test_the_best_method_comes_from_retrieval_scores(lake, tmp_path) -> None:
     rows = [("bm25", 0.9), (FROZEN, 0.3), (FROZEN, 0.5), (TRAINED, 0.6), (TRAINED, 0.1),
             (ENSEMBLE, 0.35), (ENSEMBLE, 0.35)]  # fmt: skip
     _write(pa.table({"method": [m for m, _ in rows], "mrr": [v for _, v in rows]}), scores)
-    assert Searcher(UPath(root)).method == FROZEN  # 0.4 > 0.35 = 0.35; bm25 does not search
+    assert MeaningSearcher(UPath(root)).method == FROZEN  # 0.4 > 0.35 = 0.35; bm25 does not search
     _write(pa.table({"method": ["bm25"], "mrr": [0.9]}), scores)
-    assert Searcher(UPath(root)).method == ENSEMBLE
-    assert Searcher(UPath(root), method=TRAINED).method == TRAINED
+    assert MeaningSearcher(UPath(root)).method == ENSEMBLE
+    assert MeaningSearcher(UPath(root), method=TRAINED).method == TRAINED
 
 
 def test_a_trained_method_without_its_model_is_one_clear_error(lake) -> None:
-    searcher = Searcher(lake, method=TRAINED)
+    searcher = MeaningSearcher(lake, method=TRAINED)
     assert searcher.model(FROZEN) is None
     with pytest.raises(SearchError, match=f"no {TRAINED} model for fold 2"):
         searcher.text_to_formulae("energy")
@@ -213,11 +213,11 @@ def test_a_trained_method_without_its_model_is_one_clear_error(lake) -> None:
 )
 def test_a_method_or_fold_the_index_lacks_is_refused(lake, kwargs, message) -> None:
     with pytest.raises(SearchError, match=message):
-        Searcher(lake, **kwargs)
+        MeaningSearcher(lake, **kwargs)
 
 
 def test_bad_queries_are_one_clear_error(lake) -> None:
-    searcher = Searcher(lake, method=FROZEN)
+    searcher = MeaningSearcher(lake, method=FROZEN)
     with pytest.raises(SearchError, match="the text query is empty"):
         searcher.text_to_formulae(" \n\t ")
     with pytest.raises(SearchError, match="the formula does not parse"):
@@ -231,15 +231,15 @@ def test_missing_and_damaged_tables_name_the_fix(lake, tmp_path) -> None:
     root = Path(tmp_path) / "lake"
     root.mkdir()
     with pytest.raises(SearchError, match=r"search_index is not materialized.*make run"):
-        Searcher(UPath(root))
+        MeaningSearcher(UPath(root))
     (root / "search_index.parquet").write_bytes(b"not parquet at all")
     with pytest.raises(SearchError, match="not a readable Parquet table"):
-        Searcher(UPath(root))
+        MeaningSearcher(UPath(root))
     (root / "search_index.parquet").write_bytes(
         (Path(str(lake)) / "search_index.parquet").read_bytes()
     )
     (root / "wikidata_formulae.parquet").write_bytes(b"PAR1 broken PAR1")
-    searcher = Searcher(UPath(root), method=FROZEN)
+    searcher = MeaningSearcher(UPath(root), method=FROZEN)
     with pytest.raises(SearchError, match=r"wikidata_formulae\.parquet is not a readable"):
         searcher.text_to_formulae("energy")
 
@@ -250,7 +250,7 @@ def test_an_index_without_its_summary_is_unusable(lake, tmp_path) -> None:
     table = pq.read_table(str(lake / "search_index.parquet")).replace_schema_metadata({})
     _write(table, root / "search_index.parquet")
     with pytest.raises(SearchError, match="the search index is unusable"):
-        Searcher(UPath(root))
+        MeaningSearcher(UPath(root))
 
 
 def test_a_sentence_model_other_than_the_indexs_is_refused(lake, tmp_path) -> None:
@@ -261,13 +261,13 @@ def test_a_sentence_model_other_than_the_indexs_is_refused(lake, tmp_path) -> No
     summary["embedding_model_identity"] = "0" * 32
     table = table.replace_schema_metadata({METADATA_KEY: json.dumps(summary)})
     _write(table, root / "search_index.parquet")
-    searcher = Searcher(UPath(root), method=FROZEN)
+    searcher = MeaningSearcher(UPath(root), method=FROZEN)
     with pytest.raises(SearchError, match="is not the one the search index was built with"):
         searcher.text_to_formulae("energy")
 
 
 def test_a_text_is_encoded_once_per_searcher(lake, encoder) -> None:
-    searcher = Searcher(lake, method=FROZEN)
+    searcher = MeaningSearcher(lake, method=FROZEN)
     first = searcher.text_to_formulae("energy", top=5)
     calls: list[list[str]] = []
     embedder = searcher._embedder
@@ -279,21 +279,21 @@ def test_a_text_is_encoded_once_per_searcher(lake, encoder) -> None:
 
 
 def test_the_default_is_the_top_ten(lake) -> None:
-    searcher = Searcher(lake, method=FROZEN)
+    searcher = MeaningSearcher(lake, method=FROZEN)
     assert len(searcher.text_to_formulae("energy")) == 10
     assert len(searcher.formula_to_concepts(MATHML)) == 10
 
 
 def test_a_searcher_reads_only_its_methods_rows_and_may_ask_the_hub(lake) -> None:
-    frozen = Searcher(lake, method=FROZEN)
+    frozen = MeaningSearcher(lake, method=FROZEN)
     assert set(frozen.index.spaces) == {FROZEN} and frozen.index.qids == QIDS
-    assert set(Searcher(lake, method=TRAINED).index.spaces) == {TRAINED}
-    assert set(Searcher(lake).index.spaces) == {FROZEN, TRAINED}  # the members in the index
+    assert set(MeaningSearcher(lake, method=TRAINED).index.spaces) == {TRAINED}
+    assert set(MeaningSearcher(lake).index.spaces) == {FROZEN, TRAINED}  # the members in the index
     assert frozen.offline is False  # unless told (the hf_hub_offline setting)
 
 
 def test_one_local_bert_folder_is_run_in_plain_torch(lake) -> None:
-    searcher = Searcher(lake, method=FROZEN)
+    searcher = MeaningSearcher(lake, method=FROZEN)
     searcher.text_to_formulae("energy")
     embedder = searcher._embedder
     assert embedder.engine == "torch" and embedder._model is None  # the library never loaded
@@ -326,7 +326,7 @@ def joined_lake(tmp_path_factory: pytest.TempPathFactory) -> UPath:
 def test_joined_models_embed_a_query_as_each_models_unit_vector_side_by_side(
     joined_lake, encoder
 ) -> None:
-    hits = Searcher(joined_lake, method=FROZEN).text_to_formulae("kinetic energy", top=12)
+    hits = MeaningSearcher(joined_lake, method=FROZEN).text_to_formulae("kinetic energy", top=12)
     one = _unit(encoder.encode("kinetic energy"))[0]
     query = np.concatenate([one, one])
     expected = (_unit(_stored(joined_lake, 1, "structural")) @ _unit(query).T)[:, 0]
@@ -370,7 +370,7 @@ def test_a_trained_graph_model_reads_a_formula_query_and_its_tokens_texts(
         TrainedModel(description, network.state_dict(), [], None), model_directory(root, 2, TRAINED)
     )
 
-    searcher = Searcher(root, method=TRAINED)
+    searcher = MeaningSearcher(root, method=TRAINED)
     hits = searcher.formula_to_concepts(MATHML, top=len(QIDS))
     assert searcher.model(TRAINED) is searcher.model(TRAINED)
 

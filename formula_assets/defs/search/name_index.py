@@ -1,0 +1,65 @@
+"""`name_index`: every item's label, aliases and description, and their sentence vector: the
+names channel of search (`search.names`)."""
+
+import dagster as dg
+import pyarrow as pa
+
+from formula_assets.core.arrow import with_expected_dimension, with_model
+from formula_assets.core.hashing import table_content_hash
+from formula_assets.defs.checks import vectors_valid_check
+from formula_assets.defs.metadata import preview, step_cost
+from formula_assets.defs.resources.sentence_embedder import SentenceEmbedderResource
+from formula_assets.search.names import name_table
+
+SENTENCE_MODEL = "sentence_model"  # the observable source of the model's identity
+
+
+@dg.asset(
+    group_name="search",
+    deps=[SENTENCE_MODEL],
+    kinds={"pytorch", "parquet"},
+    metadata=step_cost(1.0),
+)
+def name_index(
+    context: dg.AssetExecutionContext,
+    sentence_embedder: SentenceEmbedderResource,
+    wikidata_formulae: pa.Table,
+):
+    """Each item's names as search matches them, with the sentence vector of its label,
+    aliases and description (embedded by the model of the other embeddings, cached)."""
+    from formula_assets.semantics.cache import embed_texts
+    from formula_assets.semantics.models import ProgressLog
+
+    embedder = sentence_embedder.embedder(None)
+    cache = sentence_embedder.cache(embedder, "name_index", context.log.warning)
+    stats = []
+
+    def embed(texts: list[str]):
+        matrix, counted = embed_texts(
+            texts, embedder, cache, ProgressLog(context.log.info, "embedding item names")
+        )
+        stats.append(counted)
+        return matrix
+
+    table = name_table(wikidata_formulae, embed)
+    table = with_model(
+        with_expected_dimension(table, embedder.dimension),
+        embedder.spec.name,
+        embedder.spec.identity,
+    )
+    with_aliases = sum(1 for a in table.column("aliases").to_pylist() if a)
+    return dg.Output(
+        table,
+        data_version=dg.DataVersion(table_content_hash(table)),
+        metadata={
+            "items": table.num_rows,
+            "with_aliases": with_aliases,
+            "model": embedder.spec.name,
+            "model_identity": embedder.spec.identity,
+            "newly_embedded": stats[0].embedded if stats else 0,
+            "preview": preview(table, ["qid", "label", "aliases", "description"]),
+        },
+    )
+
+
+name_index_valid = vectors_valid_check(name_index, "model's")

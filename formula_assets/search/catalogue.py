@@ -1,0 +1,97 @@
+"""The items search answers with: one row each, in one order every channel maps into.
+
+Read from `wikidata_formulae` (label, description, aliases, the formula's MathML, concepts)
+and the annotations of `structure_index` (each concept with the identifier its symbol is).
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyarrow as pa
+
+WIKIDATA = "https://www.wikidata.org/wiki/"
+ITEM_COLUMNS = ["qid", "label", "description", "aliases", "mathml", "concepts"]
+
+
+@dataclass(frozen=True)
+class Annotation:
+    concept: str
+    label: str | None
+    identifier: str | None
+
+
+@dataclass
+class Catalogue:
+    qids: list[str]
+    labels: list[str | None]
+    descriptions: list[str | None]
+    aliases: list[list[str]]
+    mathml: list[str | None]
+    concepts: list[list[dict]]
+    annotations: list[list[Annotation]] = field(default_factory=list)
+    _rows: dict[str, int] = field(default_factory=dict)
+
+    @classmethod
+    def from_tables(cls, formulae: pa.Table, structure: pa.Table | None = None) -> Catalogue:
+        columns = {
+            name: formulae.column(name).to_pylist() if name in formulae.column_names else None
+            for name in ITEM_COLUMNS
+        }
+        qids = columns["qid"] or []
+        n = len(qids)
+        catalogue = cls(
+            qids=qids,
+            labels=columns["label"] or [None] * n,
+            descriptions=columns["description"] or [None] * n,
+            aliases=[a or [] for a in (columns["aliases"] or [[]] * n)],
+            mathml=columns["mathml"] or [None] * n,
+            concepts=[c or [] for c in (columns["concepts"] or [[]] * n)],
+            annotations=[[] for _ in range(n)],
+        )
+        catalogue._rows = {q: i for i, q in enumerate(qids)}
+        if structure is not None:
+            for qid, listed in zip(
+                structure.column("qid").to_pylist(),
+                structure.column("annotations").to_pylist(),
+                strict=True,
+            ):
+                row = catalogue._rows.get(qid)
+                if row is not None:
+                    catalogue.annotations[row] = [
+                        Annotation(a["concept"], a["label"], a["identifier"]) for a in listed or ()
+                    ]
+        return catalogue
+
+    def __len__(self) -> int:
+        return len(self.qids)
+
+    def row(self, qid: str) -> int | None:
+        return self._rows.get(qid)
+
+    def rows(self, qids: list[str]) -> np.ndarray:
+        """Catalogue rows of `qids` (-1 for an item the catalogue lacks)."""
+        return np.array([self._rows.get(q, -1) for q in qids], dtype=np.int64)
+
+    def concepts_of(self, identifier: str, row: int) -> list[Annotation]:
+        return [a for a in self.annotations[row] if a.identifier == identifier]
+
+    def symbol_use(self, exclude: int | None = None) -> dict[str, Counter[str]]:
+        """identifier → how many items annotate it with each concept (one item once)."""
+        use: dict[str, Counter[str]] = defaultdict(Counter)
+        for row, listed in enumerate(self.annotations):
+            if row == exclude:
+                continue
+            for pair in {(a.identifier, a.concept) for a in listed if a.identifier}:
+                use[pair[0]][pair[1]] += 1
+        return use
+
+    def concept_labels(self) -> dict[str, str]:
+        labels: dict[str, str] = {}
+        for listed in self.annotations:
+            for a in listed:
+                if a.label and a.concept not in labels:
+                    labels[a.concept] = a.label
+        return labels

@@ -1,0 +1,77 @@
+"""Channels' rankings fused into one list: weighted reciprocal-rank fusion, exact matches first.
+
+Each channel scores every item it knows; only its first `depth` items vote, each with
+`weight / (k + rank)`, so one channel's long tail never outweighs another's top. An item a
+channel calls an exact match (the query is its label, or its formula up to renaming and
+order) gains that channel's `exact` bonus, larger than any sum of votes: what a person typed
+precisely comes first, ordered among itself by the votes. The weights were chosen on the
+tuning part of the hand-written queries (docs/search.md), never on its test part.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+
+NAMES, STRUCTURE, MEANING = "names", "structure", "meaning"
+CHANNELS = (NAMES, STRUCTURE, MEANING)
+
+
+@dataclass(frozen=True)
+class ChannelScores:
+    """One channel's scores over the items it knows (`rows`: their places in the catalogue);
+    `exact`: how exactly each matches the query (0: not; 1: the very name or formula; a
+    channel may say less, such as a formula equal up to renaming)."""
+
+    rows: np.ndarray
+    scores: np.ndarray
+    exact: np.ndarray | None = None
+
+
+@dataclass(frozen=True)
+class ChannelRank:
+    rank: int
+    score: float
+    exact: bool
+
+
+@dataclass(frozen=True)
+class Fused:
+    row: int
+    score: float
+    channels: dict[str, ChannelRank] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class FusionWeights:
+    k: float = 10.0
+    depth: int = 100
+    weights: Mapping[str, float] = field(
+        default_factory=lambda: {NAMES: 1.0, STRUCTURE: 1.0, MEANING: 0.5}
+    )
+    exact: Mapping[str, float] = field(default_factory=lambda: {NAMES: 1.0, STRUCTURE: 1.0})
+
+
+def fuse(
+    channels: Mapping[str, ChannelScores], size: int, weights: FusionWeights = FusionWeights()
+) -> list[Fused]:
+    """Every item some channel ranks within its `depth`, best first (ties: catalogue order)."""
+    total = np.zeros(size)
+    found: dict[int, dict[str, ChannelRank]] = {}
+    for name, channel in channels.items():
+        if not len(channel.scores):
+            continue
+        order = np.argsort(-channel.scores, kind="stable")[: weights.depth]
+        weight = weights.weights.get(name, 0.0)
+        bonus = weights.exact.get(name, 0.0)
+        for rank, at in enumerate(order, start=1):
+            row = int(channel.rows[at])
+            exact = float(channel.exact[at]) if channel.exact is not None else 0.0
+            total[row] += weight / (weights.k + rank) + bonus * exact
+            found.setdefault(row, {})[name] = ChannelRank(
+                rank, float(channel.scores[at]), exact >= 1.0
+            )
+    rows = sorted(found, key=lambda r: (-total[r], r))
+    return [Fused(r, float(total[r]), found[r]) for r in rows]

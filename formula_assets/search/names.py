@@ -1,0 +1,192 @@
+"""The names channel: a text query against each item's label, aliases and description.
+
+People write names their own way: lower case, without diacritics (`Schrodinger`), without
+apostrophes or with the possessive dropped (`Ohms law`, `Ohm law`), with a hyphen for an en
+dash (`Stefan-Boltzmann`). `terms` brings a text and a query to the same words: Unicode
+compatibility forms folded, diacritics removed, lower case, dashes and slashes split words,
+apostrophes vanish, and a word's plural or possessive `s` is dropped. The names are matched
+three ways, each scored over all items and scaled to its best hit:
+
+* BM25 over the names (label and aliases) and, apart, over the description (a description
+  says more words, each weaker);
+* BM25 over the character trigrams of the names' words, for spellings that differ by a
+  letter or two (`Pythagoras` / `Pythagorean`, `Schroedinger`);
+* the sentence model's cosine between the query and each item's text — its names, its
+  description and the labels of the concepts its formula is annotated with — for a query that
+  describes rather than names (`force equals mass times acceleration`).
+
+An item's names are its label, its aliases and the title of its English Wikipedia article
+(without a parenthesised qualifier: `Density` for mass density, `Mole fraction` for
+amount-of-substance fraction). A query whose words are exactly one of them is an exact name
+match.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from urllib.parse import unquote
+
+import numpy as np
+import pyarrow as pa
+
+from formula_assets.core.arrow import embedding_table, vectors
+from formula_assets.evaluation.bm25 import Bm25Index
+
+_DASHES = re.compile(r"[\u2010-\u2015\u2212\-/_]")
+_APOSTROPHES = re.compile(r"['\u2018\u2019\u02bc\u0060\u00b4]")
+_WORD = re.compile(r"\w+")
+
+
+def _stem(word: str) -> str:
+    """A plural or possessive `s` dropped (`laws`, `ohms`, `newtons`), `ies` → `y`."""
+    if len(word) > 4 and word.endswith("ies"):
+        return word[:-3] + "y"
+    if len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        return word[:-1]
+    return word
+
+
+def terms(text: str | None) -> list[str]:
+    """The words of a name or query as they are compared."""
+    if not text:
+        return []
+    folded = unicodedata.normalize("NFKD", text)
+    plain = "".join(c for c in folded if not unicodedata.combining(c))
+    plain = _APOSTROPHES.sub("", _DASHES.sub(" ", plain.casefold()))
+    return [_stem(w) for w in _WORD.findall(plain)]
+
+
+def trigrams(words: Sequence[str]) -> list[str]:
+    """Each word's character trigrams, its ends marked: `ohm` → `#oh`, `ohm`, `hm#`."""
+    out: list[str] = []
+    for word in words:
+        padded = f"#{word}#"
+        out.extend(padded[i : i + 3] for i in range(len(padded) - 2))
+    return out
+
+
+_QUALIFIER = re.compile(r"\s*\([^)]*\)$")
+
+
+def article_title(url: str | None) -> str | None:
+    """The title of an English Wikipedia article from its URL, without a trailing
+    parenthesised qualifier (`…/wiki/Power_(physics)` → `Power`)."""
+    if not url or "/wiki/" not in url:
+        return None
+    title = unquote(url.rsplit("/wiki/", 1)[1]).replace("_", " ").strip()
+    return _QUALIFIER.sub("", title) or None
+
+
+def names_of(label: str | None, aliases: Sequence[str], enwiki: str | None) -> list[str]:
+    """An item's names, each once (by the words they compare as), label first."""
+    out: list[str] = []
+    seen: set[tuple[str, ...]] = set()
+    for name in (label, *aliases, article_title(enwiki)):
+        words = tuple(terms(name))
+        if name and words and words not in seen:
+            seen.add(words)
+            out.append(name)
+    return out
+
+
+def name_text(names: Sequence[str], description: str | None, concepts: Sequence[str]) -> str:
+    """What the sentence model reads of an item: its names, description and concepts."""
+    text = ", ".join(names)
+    if description:
+        text += f": {description}"
+    if concepts:
+        text += "; " + ", ".join(concepts)
+    return text
+
+
+@dataclass(frozen=True)
+class NameWeights:
+    """How the names channel weighs its three matches (each scaled to its best hit)."""
+
+    names: float = 0.1
+    description: float = 0.1
+    trigrams: float = 0.1
+    dense: float = 1.0
+
+
+@dataclass(frozen=True)
+class NameScores:
+    scores: np.ndarray
+    exact: np.ndarray  # bool: the query is one of an item's names
+
+
+class NameIndex:
+    """The lexical and dense name indexes of every item, in `qids` order."""
+
+    def __init__(self, table: pa.Table) -> None:
+        self.qids: list[str] = table.column("qid").to_pylist()
+        descriptions = table.column("description").to_pylist()
+        names = [[terms(n) for n in forms or ()] for forms in table.column("names").to_pylist()]
+        self._exact: dict[tuple[str, ...], list[int]] = {}
+        for row, forms in enumerate(names):
+            for form in forms:
+                if form:
+                    self._exact.setdefault(tuple(form), []).append(row)
+        flat = [[w for form in forms for w in form] for forms in names]
+        self.names = Bm25Index(flat)
+        self.description = Bm25Index([terms(d) for d in descriptions])
+        self.trigrams = Bm25Index([trigrams(words) for words in flat])
+        column = table.column("embedding")
+        self.vectors = vectors(column, column.type.list_size)
+
+    def __len__(self) -> int:
+        return len(self.qids)
+
+    def score(
+        self, query: str, vector: np.ndarray | None, weights: NameWeights = NameWeights()
+    ) -> NameScores:
+        """Every item's names score for a query (`vector`: its sentence vector, or None)."""
+        words = terms(query)
+        total = np.zeros(len(self.qids))
+        for weight, index, query_terms in (
+            (weights.names, self.names, words),
+            (weights.description, self.description, words),
+            (weights.trigrams, self.trigrams, trigrams(words)),
+        ):
+            if weight:
+                total += weight * _scaled(index.scores(query_terms))
+        if vector is not None and weights.dense and len(self.vectors):
+            norms = np.linalg.norm(self.vectors, axis=1) * max(np.linalg.norm(vector), 1e-12)
+            cosine = self.vectors @ vector / np.maximum(norms, 1e-12)
+            total += weights.dense * np.clip(cosine, 0.0, None)
+        exact = np.zeros(len(self.qids), dtype=bool)
+        exact[self._exact.get(tuple(words), [])] = True
+        return NameScores(total, exact)
+
+
+def _scaled(scores: np.ndarray) -> np.ndarray:
+    best = scores.max() if len(scores) else 0.0
+    return scores / best if best > 0 else scores
+
+
+def name_table(formulae: pa.Table, embed: Callable[[list[str]], np.ndarray]) -> pa.Table:
+    """Every item's names and the sentence vector of its `name_text` (`embed`: texts →
+    matrix, the caller's model and cache)."""
+    rows = formulae.select(
+        [c for c in ("qid", "label", "description", "aliases", "enwiki", "concepts")
+         if c in formulae.column_names]
+    ).to_pylist()  # fmt: skip
+    names = [names_of(r["label"], r.get("aliases") or [], r.get("enwiki")) for r in rows]
+    concepts = [
+        sorted({c["label"] for c in r.get("concepts") or () if c.get("label")}) for r in rows
+    ]
+    texts = [
+        name_text(forms, r["description"], labels)
+        for forms, r, labels in zip(names, rows, concepts, strict=True)
+    ]
+    return embedding_table(
+        [r["qid"] for r in rows],
+        np.asarray(embed(texts), dtype=np.float32),
+        label=pa.array([r["label"] for r in rows], pa.string()),
+        names=pa.array(names, pa.list_(pa.string())),
+        description=pa.array([r["description"] for r in rows], pa.string()),
+        name_text=pa.array(texts, pa.string()),
+    )

@@ -1,0 +1,130 @@
+"""The names channel: names as people write them (case, diacritics, apostrophes, dashes,
+possessives) against each item's label, aliases and English Wikipedia title, lexically and
+by the sentence model; a query that is one of an item's names is an exact match."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from formula_assets.ingest.records import FormulaRecord, records_to_table
+from formula_assets.search.names import (
+    NameIndex,
+    NameWeights,
+    article_title,
+    name_table,
+    names_of,
+    terms,
+    trigrams,
+)
+
+LEXICAL = NameWeights(names=1.0, description=0.3, trigrams=0.5, dense=0.0)
+
+
+@pytest.mark.parametrize(
+    ("written", "as_labelled"),
+    [
+        ("ohms law", "Ohm's law"),
+        ("Ohm law", "Ohm’s law"),
+        ("schrodinger equation", "Schrödinger equation"),
+        ("Stefan-Boltzmann law", "Stefan–Boltzmann law"),
+        ("holder inequality", "Hölder's inequality"),
+        ("BAYES THEOREM", "Bayes' theorem"),
+        ("Newtons laws", "Newton's law"),
+    ],
+)
+def test_a_name_written_otherwise_has_the_same_terms(written: str, as_labelled: str) -> None:
+    assert terms(written) == terms(as_labelled)
+
+
+def test_terms_keep_words_apart_and_drop_only_plural_s() -> None:
+    assert terms("mass–energy equivalence") == ["mass", "energy", "equivalence"]
+    assert terms("gas, class and radius") == ["gas", "class", "and", "radius"]
+    assert terms(None) == [] and terms("  ") == []
+    assert trigrams(["ohm"]) == ["#oh", "ohm", "hm#"]
+
+
+def test_an_article_title_is_a_name_without_its_qualifier() -> None:
+    assert article_title("https://en.wikipedia.org/wiki/Power_(physics)") == "Power"
+    assert article_title("https://en.wikipedia.org/wiki/Mass%E2%80%93energy_equivalence") == (
+        "Mass–energy equivalence"
+    )
+    assert article_title(None) is None and article_title("https://example.org/x") is None
+    names = names_of("mass density", ["volumic mass"], "https://en.wikipedia.org/wiki/Density")
+    assert names == ["mass density", "volumic mass", "Density"]
+    # a title that only repeats the label (case, dashes) is not a second name
+    assert names_of("Ohm's law", [], "https://en.wikipedia.org/wiki/Ohm%27s_law") == ["Ohm's law"]
+
+
+RECORDS = [
+    FormulaRecord("Q41591", "Ohm's law", "relation of voltage and current", "<math/>"),
+    FormulaRecord(
+        "Q11518", "Pythagorean theorem", "relation among the sides of a right triangle", "<math/>"
+    ),
+    FormulaRecord(
+        "Q29539",
+        "mass density",
+        "mass per volume",
+        "<math/>",
+        enwiki="https://en.wikipedia.org/wiki/Density",
+    ),
+    FormulaRecord(
+        "Q35875", "mass–energy equivalence", None, "<math/>", aliases=["E=mc²", "rest energy"]
+    ),
+]
+
+
+def fake_embed(texts: list[str]) -> np.ndarray:
+    """A stand-in sentence model: a text's vector is its bag of terms, hashed to 64 slots."""
+    out = np.zeros((len(texts), 64), dtype=np.float32)
+    for row, text in enumerate(texts):
+        for word in terms(text):
+            out[row, hash(word) % 64] += 1.0
+    return out
+
+
+@pytest.fixture(scope="module")
+def table() -> pa.Table:
+    return name_table(records_to_table(RECORDS), fake_embed)
+
+
+def test_the_table_holds_names_text_and_vectors(table: pa.Table) -> None:
+    rows = {r["qid"]: r for r in table.to_pylist()}
+    assert rows["Q29539"]["names"] == ["mass density", "Density"]
+    assert rows["Q35875"]["names"] == ["mass–energy equivalence", "E=mc²", "rest energy"]
+    assert rows["Q41591"]["name_text"] == "Ohm's law: relation of voltage and current"
+    assert table.column("embedding").type.list_size == 64
+
+
+@pytest.mark.parametrize(
+    ("query", "qid"),
+    [
+        ("ohms law", "Q41591"),
+        ("pythagorean theorem", "Q11518"),
+        ("density", "Q29539"),  # the article's title
+        ("rest energy", "Q35875"),  # an alias
+    ],
+)
+def test_a_name_as_people_write_it_is_an_exact_match(table, query: str, qid: str) -> None:
+    index = NameIndex(table)
+    found = index.score(query, None, LEXICAL)
+    assert index.qids[int(np.argmax(found.scores))] == qid
+    assert [index.qids[i] for i in np.flatnonzero(found.exact)] == [qid]
+
+
+def test_a_misspelt_name_is_found_by_its_trigrams(table) -> None:
+    index = NameIndex(table)
+    found = index.score("pythagoras theorm", None, NameWeights(0, 0, 1.0, 0))
+    assert index.qids[int(np.argmax(found.scores))] == "Q11518"
+    assert not found.exact.any()
+
+
+def test_the_dense_match_counts_as_weighted(table) -> None:
+    index = NameIndex(table)
+    vector = fake_embed(["voltage current"])[0]
+    dense = index.score("voltage current", vector, NameWeights(0, 0, 0, 1.0)).scores
+    assert index.qids[int(np.argmax(dense))] == "Q41591"
+    assert np.all(dense >= 0) and dense.max() <= 1.0 + 1e-6
+    none = index.score("voltage current", None, NameWeights(0, 0, 0, 1.0)).scores
+    assert not none.any()  # no query vector: no dense score
