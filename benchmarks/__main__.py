@@ -28,6 +28,9 @@ STEPS: list[list[str]] = [
     ["training", "--profile", "smoke", "--workers", "2", "--threads", "1"],
     ["training", "--profile", "paper", "--epochs", "2", "--threads", "2"],  # full: a GPU's job
     ["search"],
+    ["search_queries"],
+    ["search_variants"],
+    ["symbol_explanation"],
     ["audit"],
     ["refresh", "--profiles", "smoke", "default"],
     ["distributed", "--profile", "smoke"],

@@ -90,17 +90,14 @@ def main() -> int:
     rows = []
     for name, by_kind in results.items():
         for kind, f in sorted(by_kind.items()):
-            rows.append(
-                [name, kind, f["queries"], f["success_at_1"], f["success_at_10"], f["mrr"]]
-            )
+            rows.append([name, kind, f["queries"], f["success_at_1"], f["success_at_10"], f["mrr"]])
     print_table(
         f"hand-written queries, {args.part} part",
         ["channels", "kind", "queries", "success@1", "success@10", "MRR"],
         rows,
     )
     missed = [
-        f"{q['id']} ({q['kind']}, {q['style']}) rank {ranks['all channels'][q['id']]}: "
-        f"{q['query']}"
+        f"{q['id']} ({q['kind']}, {q['style']}) rank {ranks['all channels'][q['id']]}: {q['query']}"
         for q in queries
         if ranks["all channels"][q["id"]] > 1
     ]

@@ -54,6 +54,18 @@ class FusionWeights:
     exact: Mapping[str, float] = field(default_factory=lambda: {NAMES: 1.0, STRUCTURE: 1.0})
 
 
+def top_rows(scores: np.ndarray, depth: int) -> np.ndarray:
+    """The positions of the `depth` highest scores, best first (ties: lower position first):
+    a partial sort, so a channel over many items costs little more than one pass."""
+    if len(scores) > depth:
+        cut = np.partition(-scores, depth - 1)[depth - 1]
+        candidates = np.flatnonzero(-scores <= cut)
+    else:
+        candidates = np.arange(len(scores))
+    order = candidates[np.lexsort((candidates, -scores[candidates]))]
+    return order[:depth]
+
+
 def fuse(
     channels: Mapping[str, ChannelScores], size: int, weights: FusionWeights = FusionWeights()
 ) -> list[Fused]:
@@ -63,7 +75,7 @@ def fuse(
     for name, channel in channels.items():
         if not len(channel.scores):
             continue
-        order = np.argsort(-channel.scores, kind="stable")[: weights.depth]
+        order = top_rows(channel.scores, weights.depth)
         weight = weights.weights.get(name, 0.0)
         bonus = weights.exact.get(name, 0.0)
         for rank, at in enumerate(order, start=1):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from formula_assets.search.fusion import ChannelScores, FusionWeights, fuse
+from formula_assets.search.fusion import ChannelScores, FusionWeights, fuse, top_rows
 
 WEIGHTS = FusionWeights(k=10.0, depth=3, weights={"a": 1.0, "b": 0.5}, exact={"a": 1.0, "b": 0.0})
 
@@ -58,3 +58,13 @@ def test_ties_keep_catalogue_order_and_empty_channels_are_ignored() -> None:
     fused = fuse({"a": scores([1, 0], [1.0, 1.0]), "b": scores([], [])}, 2, WEIGHTS)
     assert [f.row for f in fused] == [1, 0]  # the channel's own order (stable)
     assert fuse({}, 2, WEIGHTS) == []
+
+
+def test_the_top_rows_are_a_stable_sorts_first_rows() -> None:
+    rng = np.random.default_rng(0)
+    for size in (3, 100, 1000):
+        for _ in range(50):
+            values = rng.integers(0, 5, size=size).astype(float)  # many ties
+            for depth in (1, 3, 50):
+                expected = np.argsort(-values, kind="stable")[:depth]
+                assert list(top_rows(values, depth)) == list(expected)

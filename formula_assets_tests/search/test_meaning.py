@@ -147,12 +147,20 @@ def test_cli_prints_items_and_explains_failures(materialized, tmp_path: Path) ->
     found = run.run("search", "--latex", "E = m c^2", "--top", "3")
     assert found.returncode == 0, found.stderr
     lines = found.stdout.splitlines()
-    assert lines[0].startswith("formula → concepts with ")
+    assert lines[0].startswith("latex query, channels: structure, meaning (meaning: ")
     hits = [line for line in lines if line.lstrip()[:2] in ("1.", "2.", "3.")]
     assert len(hits) == 3
-    assert all(("trained on" in line) != ("held out" in line) for line in hits)
+    said = [line for line in lines if line.strip().startswith("found by ")]
+    assert len(said) == 3
+    assert all(("trained on" in line) != ("held out" in line) for line in said)
+    assert "what the query's symbols most likely denote:" in found.stdout
     text = run.run("search", "--text", "kinetic energy", "--top", "2", "--method", "sbert_no_cl")
-    assert text.returncode == 0 and "text → formulae with sbert_no_cl" in text.stdout
+    assert text.returncode == 0 and "(meaning: sbert_no_cl, fold" in text.stdout
+    as_json = run.run("search", "--json", "--text", "kinetic energy", "--top", "4")
+    assert as_json.returncode == 0, as_json.stderr
+    document = json.loads(as_json.stdout)
+    assert len(document["hits"]) == 4
+    assert all(isinstance(h["trained_on"], bool) for h in document["hits"])  # trained models
     bad = run.run("search", "--latex", "\\frac{")
     assert bad.returncode == 2 and "did not convert" in bad.stderr
     broken = tmp_path / "broken.mml"

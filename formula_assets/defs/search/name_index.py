@@ -47,17 +47,22 @@ def name_index(
         embedder.spec.name,
         embedder.spec.identity,
     )
-    with_aliases = sum(1 for a in table.column("aliases").to_pylist() if a)
+    aliases = (
+        wikidata_formulae.column("aliases").to_pylist()
+        if "aliases" in wikidata_formulae.column_names
+        else []
+    )
     return dg.Output(
         table,
         data_version=dg.DataVersion(table_content_hash(table)),
         metadata={
             "items": table.num_rows,
-            "with_aliases": with_aliases,
+            "with_aliases": sum(1 for a in aliases if a),
+            "with_other_names": sum(1 for n in table.column("names").to_pylist() if len(n) > 1),
             "model": embedder.spec.name,
             "model_identity": embedder.spec.identity,
             "newly_embedded": stats[0].embedded if stats else 0,
-            "preview": preview(table, ["qid", "label", "aliases", "description"]),
+            "preview": preview(table, ["qid", "names", "description"]),
         },
     )
 

@@ -1,0 +1,83 @@
+"""How the fusion's weights were chosen: a grid over the tuning part of the hand-written
+queries only (`benchmarks/data/search_queries.jsonl`, `part` = tuning), scored by the sum of
+the text and the LaTeX queries' MRR. Each query's channels are scored once; every grid point
+only fuses them again. Prints the best points; the chosen values are `FusionWeights`' and
+`RENAMED_EXACT`'s defaults (`search.fusion`, `search.searcher`).
+
+    python -m benchmarks.search_tuning
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+
+from benchmarks.common import print_table, write_result
+from benchmarks.search_queries import load_queries, searcher
+from formula_assets.search.fusion import (
+    MEANING,
+    NAMES,
+    STRUCTURE,
+    ChannelScores,
+    FusionWeights,
+    fuse,
+)
+from formula_assets.search.meaning import latex_to_mathml
+from formula_assets.search.searcher import RENAMED_EXACT
+
+GRID = {
+    "k": (5.0, 10.0, 30.0, 60.0),
+    "meaning": (0.0, 0.1, 0.25, 0.5, 1.0),
+    "exact": (0.5, 1.0),
+    "renamed_exact": (0.0, RENAMED_EXACT, 1.0),
+}
+
+
+def main() -> int:
+    queries = load_queries("tuning")
+    search = searcher()
+    channels = {}
+    for query in queries:
+        if query["kind"] == "text":
+            channels[query["id"]] = search._text_channels(" ".join(query["query"].split()))
+        else:
+            channels[query["id"]], _, _ = search._formula_channels(latex_to_mathml(query["query"]))
+    points = []
+    for k, meaning, exact, renamed in itertools.product(*GRID.values()):
+        weights = FusionWeights(
+            k=k,
+            weights={NAMES: 1.0, STRUCTURE: 1.0, MEANING: meaning},
+            exact={NAMES: exact, STRUCTURE: exact},
+        )
+        reciprocal: dict[str, list[float]] = {}
+        for query in queries:
+            scored = dict(channels[query["id"]])
+            if STRUCTURE in scored:
+                s = scored[STRUCTURE]
+                level = np.where(s.exact >= 1.0, 1.0, np.where(s.exact > 0, renamed, 0.0))
+                scored[STRUCTURE] = ChannelScores(s.rows, s.scores, level)
+            fused = fuse(scored, len(search.catalogue), weights)
+            expected = {search.catalogue.row(e) for e in query["expected"]}
+            rank = next((i for i, f in enumerate(fused, 1) if f.row in expected), None)
+            reciprocal.setdefault(query["kind"], []).append(1.0 / rank if rank else 0.0)
+        mrr = {kind: float(np.mean(v)) for kind, v in reciprocal.items()}
+        points.append((sum(mrr.values()), k, meaning, exact, renamed, mrr))
+    points.sort(key=lambda p: -p[0])
+    print_table(
+        f"fusion grid on the tuning part ({len(queries)} queries), best first",
+        ["k", "meaning weight", "exact bonus", "renamed exactness", "text MRR", "LaTeX MRR"],
+        [
+            [k, m, e, r, f"{mrr['text']:.3f}", f"{mrr['latex']:.3f}"]
+            for _, k, m, e, r, mrr in points[:12]
+        ],
+    )
+    write_result(
+        "search_tuning",
+        {"grid": GRID, "best": [[*p[1:5], p[5]] for p in points[:12]]},
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
