@@ -43,6 +43,10 @@ SMALL_MODEL_MODULES = frozenset(
 # Each costly session fixture with the modules that read it: one unit on one worker, so the
 # fixture is built once
 UNITS = {"materialized": PIPELINE_MODULES, "small_fold_models": SMALL_MODEL_MODULES}
+# The longest units, started first in this order (the rest by xdist's own order): the daemon
+# test mostly waits for the daemon's loops, so it runs beside the pipeline's unit instead of
+# after everything else
+FIRST = ("materialized", "formula_assets_tests/test_daemon.py", "small_fold_models")
 # the collected modules with a test that reads each unit's fixture, before `-m` and `-k`
 # deselect any
 READERS = pytest.StashKey[dict[str, set[str]]]()
@@ -66,8 +70,8 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     modules that read one costly session fixture (`UNITS`) are one unit, so one worker builds
     it once and runs them (the materialized pipeline's: the longest, so one worker spends
     most of the run on it), while the other takes every other module, each whole, so no
-    module fixture is built twice. A serial run leaves one of two cores idle most of the
-    time."""
+    module fixture is built twice; the longest units start first (`FIRST`). A serial run
+    leaves one of two cores idle most of the time."""
     if config.getvalue("dist") != "loadfile":
         return None
     from xdist.scheduler import LoadFileScheduling
@@ -78,6 +82,12 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
         def _split_scope(self, nodeid: str) -> str:
             module = nodeid.split("::")[0]
             return unit_of.get(module, module)
+
+        def _assign_work_unit(self, node: Any) -> None:
+            for scope in reversed(FIRST):
+                if scope in self.workqueue:
+                    self.workqueue.move_to_end(scope, last=False)
+            super()._assign_work_unit(node)
 
     return UnitsAsOneFile(config, log)
 
