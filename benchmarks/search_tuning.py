@@ -2,7 +2,8 @@
 queries only (`benchmarks/data/search_queries.jsonl`, `part` = tuning), scored by the sum of
 the text and the LaTeX queries' MRR. Each query's channels are scored once; every grid point
 only fuses them again. Prints the best points; the chosen values are `FusionWeights`' and
-`RENAMED_EXACT`'s defaults (`search.fusion`, `search.searcher`).
+the structure channel calls exact only the very formula (`search.searcher`): a renamed one
+earned nothing more at any bonus tried.
 
     python -m benchmarks.search_tuning
 """
@@ -24,13 +25,12 @@ from formula_assets.search.fusion import (
     fuse,
 )
 from formula_assets.search.meaning import latex_to_mathml
-from formula_assets.search.searcher import RENAMED_EXACT
 
 GRID = {
     "k": (5.0, 10.0, 30.0, 60.0),
     "meaning": (0.0, 0.1, 0.25, 0.5, 1.0),
     "exact": (0.5, 1.0),
-    "renamed_exact": (0.0, RENAMED_EXACT, 1.0),
+    "renamed_exact": (0.0, 0.3, 1.0),
 }
 
 
@@ -38,11 +38,15 @@ def main() -> int:
     queries = load_queries("tuning")
     search = searcher()
     channels = {}
+    renamed_rows = {}  # per LaTeX query: which structure rows hold its formula, renamed
     for query in queries:
         if query["kind"] == "text":
             channels[query["id"]] = search._text_channels(" ".join(query["query"].split()))
         else:
-            channels[query["id"]], _, _ = search._formula_channels(latex_to_mathml(query["query"]))
+            found, _, scores = search._formula_channels(latex_to_mathml(query["query"]))
+            channels[query["id"]] = found
+            rows = search._rows[STRUCTURE]
+            renamed_rows[query["id"]] = scores.exact[rows >= 0].astype(float)
     points = []
     for k, meaning, exact, renamed in itertools.product(*GRID.values()):
         weights = FusionWeights(
@@ -53,9 +57,9 @@ def main() -> int:
         reciprocal: dict[str, list[float]] = {}
         for query in queries:
             scored = dict(channels[query["id"]])
-            if STRUCTURE in scored:
+            if STRUCTURE in scored:  # exact names: 1; the same formula renamed: `renamed`
                 s = scored[STRUCTURE]
-                level = np.where(s.exact >= 1.0, 1.0, np.where(s.exact > 0, renamed, 0.0))
+                level = np.where(s.exact >= 1.0, 1.0, renamed * renamed_rows[query["id"]])
                 scored[STRUCTURE] = ChannelScores(s.rows, s.scores, level)
             fused = fuse(scored, len(search.catalogue), weights)
             expected = {search.catalogue.row(e) for e in query["expected"]}

@@ -80,8 +80,8 @@ def main() -> int:
     )
     unique = sum(1 for qids in by_pattern.values() if len(qids) == 1)
     print(
-        f"{unique} of {len(patterns)} formulae have a pattern no other formula has: a renamed "
-        "variant of any other cannot rank its own item first but by chance"
+        f"{len(patterns) - unique} of {len(patterns)} formulae share their pattern with another "
+        "formula: renamed, they cannot be told from it (the same-formula column counts either)"
     )
     write_result(
         "search_variants",

@@ -28,7 +28,9 @@ EXPECTED_GROUPS = {
     "retrieval_scores": "evaluation",
     "ensemble_choices": "evaluation",
     "significance_tests": "evaluation",
-    "search_index": "evaluation",
+    "name_index": "search",
+    "structure_index": "search",
+    "search_index": "search",
     "annotation_audit": "evaluation",
     "report": "evaluation",
     "wikidata_probe": "ingest",
@@ -131,6 +133,7 @@ def test_table_contracts_warn_on_schema_changes() -> None:
         "retrieval_scores",
         "ensemble_choices",
         "significance_tests",
+        "structure_index",
         "search_index",
         "annotation_audit",
     }

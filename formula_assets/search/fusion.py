@@ -49,7 +49,7 @@ class FusionWeights:
     k: float = 10.0
     depth: int = 100
     weights: Mapping[str, float] = field(
-        default_factory=lambda: {NAMES: 1.0, STRUCTURE: 1.0, MEANING: 0.5}
+        default_factory=lambda: {NAMES: 1.0, STRUCTURE: 1.0, MEANING: 0.1}
     )
     exact: Mapping[str, float] = field(default_factory=lambda: {NAMES: 1.0, STRUCTURE: 1.0})
 

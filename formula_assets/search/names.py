@@ -37,6 +37,7 @@ from formula_assets.evaluation.bm25 import Bm25Index
 
 _DASHES = re.compile(r"[\u2010-\u2015\u2212\-/_]")
 _APOSTROPHES = re.compile(r"['\u2018\u2019\u02bc\u0060\u00b4]")
+_POSSESSIVE = re.compile(r"['\u2019\u02bc]s\b")
 _WORD = re.compile(r"\w+")
 
 
@@ -44,7 +45,7 @@ def _stem(word: str) -> str:
     """A plural or possessive `s` dropped (`laws`, `ohms`, `newtons`), `ies` → `y`."""
     if len(word) > 4 and word.endswith("ies"):
         return word[:-3] + "y"
-    if len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")):
+    if len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us")):
         return word[:-1]
     return word
 
@@ -55,8 +56,8 @@ def terms(text: str | None) -> list[str]:
         return []
     folded = unicodedata.normalize("NFKD", text)
     plain = "".join(c for c in folded if not unicodedata.combining(c))
-    plain = _APOSTROPHES.sub("", _DASHES.sub(" ", plain.casefold()))
-    return [_stem(w) for w in _WORD.findall(plain)]
+    plain = _POSSESSIVE.sub("", _DASHES.sub(" ", plain.casefold()))
+    return [_stem(w) for w in _WORD.findall(_APOSTROPHES.sub("", plain))]
 
 
 def trigrams(words: Sequence[str]) -> list[str]:
@@ -190,3 +191,36 @@ def name_table(formulae: pa.Table, embed: Callable[[list[str]], np.ndarray]) -> 
         description=pa.array([r["description"] for r in rows], pa.string()),
         name_text=pa.array(texts, pa.string()),
     )
+
+
+def as_people_type(name: str) -> str:
+    """A name as people often type it: lower case, no diacritics, no apostrophes or
+    possessive `s`, a hyphen for a dash (`Schrödinger's cat` → `schrodinger cat`)."""
+    folded = unicodedata.normalize("NFKD", name)
+    plain = "".join(c for c in folded if not unicodedata.combining(c)).lower()
+    plain = _POSSESSIVE.sub("", plain)
+    return _DASHES.sub("-", _APOSTROPHES.sub("", plain))
+
+
+def name_quality(index: NameIndex, labels: Sequence[str | None]) -> dict[str, dict[str, float]]:
+    """The names channel's ranks of every item for its label as people type it (lexical
+    matches only: the dense one needs the model; an exact name first, as fusion puts it);
+    items of the same name count alike."""
+    from formula_assets.search.quality import evaluate, summary
+
+    same: dict[tuple[str, ...], list[int]] = {}
+    for row, label in enumerate(labels):
+        same.setdefault(tuple(terms(label)), []).append(row)
+
+    def queries():
+        for row, label in enumerate(labels):
+            if label:
+                query = as_people_type(label)
+                alike = np.array(same[tuple(terms(label))])
+                yield "label", row, alike, lambda q=query: _exact_first(index.score(q, None))
+
+    return summary(evaluate(queries()))
+
+
+def _exact_first(found: NameScores) -> np.ndarray:
+    return found.scores + found.exact * (1.0 + found.scores.max(initial=0.0))

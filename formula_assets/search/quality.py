@@ -3,9 +3,9 @@ index is built (the figures land in the index asset's metadata; `benchmarks.sear
 measures the fused search the same way).
 
 A query may match several items equally well: a renamed `v = λf` is every formula of that
-shape. So each query reports two ranks: of the item itself (`strict`), and of the first item
-the query cannot tell from it (`same_formula`: an item whose formula has the same canonical
-pattern, the item included).
+shape, a label may be two items'. So each query reports two ranks: of the item itself
+(`strict`), and of the first item the query cannot tell from it (`same_formula`: an item whose
+formula has the same canonical pattern, or the same name, the item included).
 """
 
 from __future__ import annotations

@@ -55,8 +55,6 @@ KINDS = (TEXT, LATEX, MATHML)
 CHANNELS_OF = {TEXT: (NAMES, MEANING), LATEX: (STRUCTURE, MEANING), MATHML: (STRUCTURE, MEANING)}
 # the longest query of each kind (the snapshot's longest formula: 7,546 characters of MathML)
 MAX_QUERY_CHARS = {TEXT: 1_000, LATEX: 4_000, MATHML: 100_000}
-# how exact a formula equal up to renaming is, where the same formula with the same names is 1
-RENAMED_EXACT = 0.3
 ALIGNED_FLOOR = 0.25  # the vote of an aligned item with other names and nothing else alike
 MAX_TOP = 100
 
@@ -218,9 +216,8 @@ class Searcher:
             raise SearchError(str(exc)) from None
         out: dict[str, ChannelScores] = {}
         found = self.structure.score(keys)
-        if STRUCTURE in self.channels:
-            exact = np.where(found.named, 1.0, np.where(found.exact, RENAMED_EXACT, 0.0))
-            out[STRUCTURE] = self._channel(STRUCTURE, found.scores, exact)
+        if STRUCTURE in self.channels:  # exact: the very formula, names included
+            out[STRUCTURE] = self._channel(STRUCTURE, found.scores, found.named)
         if MEANING in self.channels:
             out[MEANING] = self._channel(MEANING, self.meaning.formula_scores(mathml), None)
         return out, keys, found

@@ -169,19 +169,21 @@ def test_type_checking_imports_do_not_count(copy: Path) -> None:
         (
             "FORMULA_ASSETS_EMBEDDING_MODEL",
             "/models/other",
-            # the audit embeds its concepts' texts with the model itself
+            # the audit embeds its concepts' texts with the model itself, and the name index
+            # the items' names
             {
                 "semantic_embeddings",
                 "opt_text_embeddings",
                 "opt_token_embeddings",
                 "annotation_audit",
+                "name_index",
             },
         ),
         # the declared symbols are parsed as the formulae are
         (
             "FORMULA_ASSETS_STYLED_LETTERS",
             "fold",
-            {"opt_graphs", "rejected_formulae", "concept_symbols"},
+            {"opt_graphs", "rejected_formulae", "concept_symbols", "structure_index"},
         ),
     ],
 )

@@ -721,3 +721,24 @@ def test_an_archive_unreadable_from_the_start_says_line_0(tmp_path: Path) -> Non
     path.write_bytes(b"not bzip2 at all")
     with pytest.raises(DumpError, match="unreadable after line 0:"):
         dump_records(path)
+
+
+def test_an_items_english_aliases_are_read_sorted_once_each(tmp_path: Path) -> None:
+    """`aliases.en` is a list of {language, value}; other languages, blanks and repeats go."""
+    item = _entity("Q7", "Ohm's law", None, {"P2534": [_formula("V = R I")]})
+    item["aliases"] = {
+        "en": [
+            {"language": "en", "value": "Ohms law"},
+            {"language": "en", "value": " "},
+            {"language": "en", "value": "Ohm law"},
+            {"language": "en", "value": "Ohms law"},
+            "not an alias",
+        ],
+        "de": [{"language": "de", "value": "Ohmsches Gesetz"}],
+    }
+    bare = _entity("Q8", "bare", None, {"P2534": [_formula("x = 1")]})
+    bare["aliases"] = []  # the dump writes an empty map as []
+    path = _write(tmp_path / "d.json", [_line(item), _line(bare)])
+    records = {r.qid: r for r in dump_records(path, now=lambda: NOW)}
+    assert records["Q7"].aliases == ["Ohm law", "Ohms law"]
+    assert records["Q8"].aliases == []

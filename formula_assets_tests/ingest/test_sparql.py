@@ -478,8 +478,8 @@ def test_items_and_concepts_are_in_numeric_qid_order() -> None:
 
 def test_the_log_counts_items_lost_between_listing_and_details(sparql_server: FakeWdqs) -> None:
     """Q77 is listed but gone by the time its page is fetched: only its page says so. Rows per
-    item in the default world: Q1000 1, Q35875 3 (symbols); Q46276 4, Q4721378 2, Q98765432
-    2 formulae × 2 symbols = 4."""
+    item in the default world: Q1000 1, Q35875 2 aliases × 3 symbols = 6; Q46276 4,
+    Q4721378 2, Q98765432 2 formulae × 2 symbols = 4."""
     listed = ["Q77", "Q1000", "Q35875", "Q46276", "Q4721378", "Q98765432"]
     sparql_server.register(
         is_list_query, Reply.result(["item"], [{"item": uri(ENTITY + q)} for q in listed])
@@ -491,7 +491,7 @@ def test_the_log_counts_items_lost_between_listing_and_details(sparql_server: Fa
     assert [r.qid for r in records] == listed[1:]
     assert lines == [
         "SPARQL: 6 items have a defining formula (P2534)",
-        "SPARQL page 1/2: 3 items, 4 rows (1 lost their formula since listing)",
+        "SPARQL page 1/2: 3 items, 7 rows (1 lost their formula since listing)",
         "SPARQL page 2/2: 3 items, 10 rows",
     ]
 
@@ -513,3 +513,12 @@ def test_a_malformed_probe_row_is_named_by_its_number(sparql_server: FakeWdqs) -
 
     with pytest.raises(SparqlError, match=r"sent row 2 with an unknown \?role 'lexeme'"):
         probe(sparql_server)
+
+
+def test_an_items_aliases_are_gathered_from_its_multiplied_rows(sparql_server: FakeWdqs) -> None:
+    """WDQS returns one row per alias × statement; the record keeps each alias once, sorted."""
+    records = by_qid(pull(sparql_server))
+    assert records["Q35875"].aliases == ["E=mc²", "mass-energy relation"]
+    assert records["Q46276"].aliases == []
+    assert len(records["Q35875"].concepts) == 3  # the aliases multiplied no concept
+    assert "skos:altLabel ?alias" in sparql_server.requests[-1].query

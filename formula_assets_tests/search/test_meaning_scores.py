@@ -1,7 +1,7 @@
 """The searcher over a small lake written here (an index of the frozen sentence vectors; one
 test adds a small graph model): every score is computed again from the stored vectors and the
 query's vectors, hits carry their items, and each way a search cannot run is one clear error.
-The tests over a materialized pipeline with trained models are in test_searcher.py."""
+The tests over a materialized pipeline with trained models are in test_meaning.py."""
 
 from __future__ import annotations
 

@@ -9,7 +9,7 @@ from formula_assets.core.hashing import table_content_hash
 from formula_assets.defs.checks import vectors_valid_check
 from formula_assets.defs.metadata import preview, step_cost
 from formula_assets.defs.resources.sentence_embedder import SentenceEmbedderResource
-from formula_assets.search.names import name_table
+from formula_assets.search.names import NameIndex, name_quality, name_table
 
 SENTENCE_MODEL = "sentence_model"  # the observable source of the model's identity
 
@@ -47,6 +47,7 @@ def name_index(
         embedder.spec.name,
         embedder.spec.identity,
     )
+    quality = name_quality(NameIndex(table), table.column("label").to_pylist())["label"]
     aliases = (
         wikidata_formulae.column("aliases").to_pylist()
         if "aliases" in wikidata_formulae.column_names
@@ -62,6 +63,8 @@ def name_index(
             "model": embedder.spec.name,
             "model_identity": embedder.spec.identity,
             "newly_embedded": stats[0].embedded if stats else 0,
+            "label_as_typed_success_at_1": quality["same_formula_success_at_1"],
+            "label_as_typed": dg.MetadataValue.json(quality),
             "preview": preview(table, ["qid", "names", "description"]),
         },
     )
