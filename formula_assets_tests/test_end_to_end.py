@@ -23,7 +23,7 @@ ALL_ASSETS = {
     "structural_embeddings", "concept_annotations", "semantic_embeddings", "opt_text_embeddings",
     "opt_token_embeddings",
     "correspondence_metrics", "cv_folds", "retrieval_scores", "ensemble_choices",
-    "significance_tests", "search_index", "annotation_audit",
+    "significance_tests", "name_index", "structure_index", "search_index", "annotation_audit",
 }  # fmt: skip
 
 

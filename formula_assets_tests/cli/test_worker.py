@@ -78,6 +78,7 @@ def test_the_project_declares_its_heavy_steps() -> None:
         "semantic_embeddings": 2.0,
         "opt_text_embeddings": 2.0,
         "opt_token_embeddings": 1.0,
+        "name_index": 1.0,
         "fold_models": 1.0,
         # in a worker beside the fold models, with the sbert_dual_cl folds
         "correspondence_metrics": 1.0,

@@ -69,10 +69,11 @@ def test_code_versions_follow_the_source(tmp_path: Path) -> None:
     original = code_versions()
     assert all(original.values())
     # the audit reads formulae's symbols with the parser and rebuilds annotation texts; the
-    # concepts' declared symbols are parsed by it too
+    # concepts' declared symbols are parsed by it too, and so are the annotated symbols of
+    # the structure index
     parser = code_versions(edited_package(tmp_path / "a", RENAME_POWER), tmp_path)
     assert changed(original, parser) == {
-        "opt_graphs", "rejected_formulae", "concept_symbols", AUDIT
+        "opt_graphs", "rejected_formulae", "concept_symbols", "structure_index", AUDIT
     }  # fmt: skip
     annotations = code_versions(edited_package(tmp_path / "b", DROP_ITEM_DESCRIPTION), tmp_path)
     assert changed(original, annotations) == {"concept_annotations", AUDIT}
@@ -125,13 +126,19 @@ def test_parser_change_rebuilds_only_its_downstream(materialized, tmp_path: Path
     stale = run.run("stale")
     assert stale.returncode == 0
     listed = {line.split("\t")[0] for line in stale.stdout.splitlines()}
-    assert listed == {"opt_graphs", "rejected_formulae", "concept_symbols", AUDIT}
+    assert listed == {
+        "opt_graphs",
+        "rejected_formulae",
+        "concept_symbols",
+        "structure_index",
+        AUDIT,
+    }
     assert "has a new code version" in stale.stdout
     refresh = run.run("refresh")
     assert refresh.returncode == 0, refresh.stderr[-2000:]
     assert ran(refresh.stdout) == {
         "opt_graphs", "rejected_formulae", "concept_symbols", "structural_embeddings",
-        "opt_text_embeddings", "opt_token_embeddings", *DOWNSTREAM_OF_OPT,
+        "opt_text_embeddings", "opt_token_embeddings", "structure_index", *DOWNSTREAM_OF_OPT,
     }  # fmt: skip
     assert run.run("stale").stdout.strip() == ""
     assert ran(run.run("refresh").stdout) == set()
@@ -175,7 +182,9 @@ def test_a_change_that_keeps_the_data_stops_the_cascade(materialized, tmp_path: 
     refresh = run.run("refresh")
     assert refresh.returncode == 0, refresh.stderr[-2000:]
     # the declared symbols are parsed again and come out the same: nothing below them runs
-    assert ran(refresh.stdout) == {"opt_graphs", "rejected_formulae", "concept_symbols", AUDIT}
+    assert ran(refresh.stdout) == {
+        "opt_graphs", "rejected_formulae", "concept_symbols", "structure_index", AUDIT
+    }  # fmt: skip
     assert run.run("stale").stdout.strip() == ""
 
 

@@ -152,7 +152,7 @@ def test_a_method_defined_here_is_trained_scored_and_searched(materialized, tmp_
 
     found = run.run("search", "--method", NAME, "--text", "kinetic energy", "--top", "3")
     assert found.returncode == 0, found.stderr
-    assert found.stdout.startswith(f"text → formulae with {NAME}")
+    assert found.stdout.startswith(f"text query, channels: names, meaning (meaning: {NAME}, ")
     hits = [line for line in found.stdout.splitlines() if line.lstrip()[:2] in ("1.", "2.", "3.")]
     assert len(hits) == 3 and all("Q" in line for line in hits)
     formula = run.run("search", "--method", NAME, "--latex", "E = m c^2", "--top", "2")
