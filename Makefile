@@ -13,7 +13,7 @@ export VIRTUAL_ENV := $(CURDIR)/$(VENV)
 export HF_HUB_OFFLINE ?= 1
 export TRANSFORMERS_OFFLINE ?= 1
 
-.PHONY: install install-mpnet home run test test-daemon test-distributed ui validate docs bench mutation distributed clean
+.PHONY: install install-mpnet home run test test-daemon test-distributed ui serve validate docs bench mutation distributed clean
 
 install: $(VENV)/.installed
 
@@ -66,6 +66,11 @@ test-distributed: install
 
 ui: home
 	$(BIN)/dg dev -h $(HOST) -p $(PORT)
+
+# The search and audit pages and their JSON API (http://127.0.0.1:8000/), over the lake of make run
+SERVE_PORT ?= 8000
+serve: home
+	$(BIN)/formula-assets serve --host $(HOST) --port $(SERVE_PORT)
 
 validate: home
 	$(BIN)/dg check defs

@@ -30,7 +30,7 @@ QUERIES = {
     "--latex 'F = m a'": ["--latex", "F = m a"],
     "--latex 'E = m c^2'": ["--latex", "E = m c^2"],
     "--text 'kinetic energy'": ["--text", "kinetic energy"],
-    "--text \"Ohm's law\"": ["--text", "Ohm's law"],
+    '--text "Ohm\'s law"': ["--text", "Ohm's law"],
 }
 TARGET_S = 3.0
 

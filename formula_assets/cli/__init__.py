@@ -113,6 +113,14 @@ def _search(args: argparse.Namespace) -> int:
     return run_search(args)
 
 
+def _serve(args: argparse.Namespace) -> int:
+    from formula_assets.serve.run import serve
+
+    ensure_dagster_home()
+    serve(args.host, args.port, args.poll)
+    return 0
+
+
 def _audit(args: argparse.Namespace) -> int:
     from formula_assets.cli.audit import run_audit
 
@@ -199,6 +207,17 @@ def build_parser() -> argparse.ArgumentParser:
         "--json", action="store_true", help="the hits and the symbol explanation as JSON"
     )
     search.set_defaults(handler=_search)
+    serving = commands.add_parser(
+        "serve", help="the search and audit pages and their JSON API, over the published data"
+    )
+    serving.add_argument(
+        "--host", default="127.0.0.1", help="interface to bind (127.0.0.1: this machine only)"
+    )
+    serving.add_argument("--port", type=int, default=8000, help="port (8000)")
+    serving.add_argument(
+        "--poll", type=float, default=2.0, help="seconds between looks for newly published data"
+    )
+    serving.set_defaults(handler=_serve)
     audit = commands.add_parser(
         "audit", help="the formula annotations the held-out models find most suspicious"
     )

@@ -2,10 +2,12 @@
 
 Each channel scores every item it knows; only its first `depth` items vote, each with
 `weight / (k + rank)`, so one channel's long tail never outweighs another's top. An item a
-channel calls an exact match (the query is its label, or its formula up to renaming and
-order) gains that channel's `exact` bonus, larger than any sum of votes: what a person typed
-precisely comes first, ordered among itself by the votes. The weights were chosen on the
-tuning part of the hand-written queries (docs/search.md), never on its test part.
+channel calls an exact match (the query is one of its names, or its very formula) gains that
+channel's `exact` bonus: what a person typed precisely comes first, in the order of the
+channel that matched it (two items with the very same formula keep the structure channel's
+order, not the trained models', which favour the items they were trained on). The weights
+were chosen on the tuning part of the hand-written queries (docs/search.md), never on its
+test part.
 """
 
 from __future__ import annotations
@@ -69,8 +71,12 @@ def top_rows(scores: np.ndarray, depth: int) -> np.ndarray:
 def fuse(
     channels: Mapping[str, ChannelScores], size: int, weights: FusionWeights = FusionWeights()
 ) -> list[Fused]:
-    """Every item some channel ranks within its `depth`, best first (ties: catalogue order)."""
-    total = np.zeros(size)
+    """Every item some channel ranks within its `depth`, best first: exact matches before the
+    rest (the more exact bonus, the earlier), among them in the order of the channel that
+    matched them exactly, then by the votes (ties: catalogue order)."""
+    votes = np.zeros(size)
+    bonuses = np.zeros(size)
+    exact_rank = np.full(size, np.inf)
     found: dict[int, dict[str, ChannelRank]] = {}
     for name, channel in channels.items():
         if not len(channel.scores):
@@ -81,9 +87,12 @@ def fuse(
         for rank, at in enumerate(order, start=1):
             row = int(channel.rows[at])
             exact = float(channel.exact[at]) if channel.exact is not None else 0.0
-            total[row] += weight / (weights.k + rank) + bonus * exact
+            votes[row] += weight / (weights.k + rank)
+            if bonus and exact:
+                bonuses[row] += bonus * exact
+                exact_rank[row] = min(exact_rank[row], rank)
             found.setdefault(row, {})[name] = ChannelRank(
                 rank, float(channel.scores[at]), exact >= 1.0
             )
-    rows = sorted(found, key=lambda r: (-total[r], r))
-    return [Fused(r, float(total[r]), found[r]) for r in rows]
+    rows = sorted(found, key=lambda r: (-bonuses[r], exact_rank[r], -votes[r], r))
+    return [Fused(r, float(bonuses[r] + votes[r]), found[r]) for r in rows]

@@ -45,8 +45,16 @@ if TYPE_CHECKING:
     from formula_assets.semantics.models import TextEmbedder
 
 
+SENTENCE_CACHE = 4096  # query texts whose vectors are kept
+
+
 class SearchError(RuntimeError):
-    """The search cannot run as asked; the message says what to do."""
+    """The search cannot run as asked; the message says what to do (`position`: where in the
+    query the problem is, when it is at one place)."""
+
+    def __init__(self, message: str, position: int | None = None) -> None:
+        super().__init__(message)
+        self.position = position
 
 
 @dataclass(frozen=True)
@@ -67,12 +75,38 @@ class Hit:
         return None if self.split is None else self.split != HELD_OUT
 
 
+def unbalanced_brace(tex: str) -> int | None:
+    """Where a LaTeX string's braces first fail to balance (0-based): a `}` that closes
+    nothing, or the first `{` never closed; None when they balance (`\\{` is no brace)."""
+    opened: list[int] = []
+    escaped = False
+    for at, char in enumerate(tex):
+        if escaped:
+            escaped = False
+        elif char == "\\":
+            escaped = True
+        elif char == "{":
+            opened.append(at)
+        elif char == "}":
+            if not opened:
+                return at
+            opened.pop()
+    return opened[0] if opened else None
+
+
 def latex_to_mathml(tex: str) -> str:
+    """The LaTeX as MathML (latex2mathml, which guesses past an unbalanced brace: refused
+    here first, saying where)."""
     from latex2mathml.converter import convert
 
+    at = unbalanced_brace(tex)
+    if at is not None:
+        what = "closes nothing" if tex[at] == "}" else "is never closed"
+        near = tex[max(0, at - 10) : at + 11]
+        raise SearchError(f"the LaTeX's {tex[at]} at character {at + 1} {what}: {near}", at)
     try:
         return convert(tex)
-    except Exception as exc:
+    except Exception as exc:  # latex2mathml raises many types (dump.py: tex_to_mathml)
         reason = str(exc) or type(exc).__name__
         raise SearchError(f"the LaTeX did not convert to MathML ({reason}): {tex!r}") from None
 
@@ -218,9 +252,13 @@ class MeaningSearcher:
         """The query's sentence vector, computed once per text (the ensemble's members read
         the same linearised OPT): in plain torch where the model's folders allow it (a second
         instead of importing sentence-transformers), else the library."""
-        if text not in self._sentences:
-            self._sentences[text] = self._encode(text)
-        return self._sentences[text]
+        vector = self._sentences.get(text)
+        if vector is None:
+            vector = self._encode(text)
+            self._sentences[text] = vector
+            while len(self._sentences) > SENTENCE_CACHE:  # a server sees many texts
+                self._sentences.pop(next(iter(self._sentences)))
+        return vector
 
     def _encode(self, text: str) -> np.ndarray:
         if self._embedder is None:

@@ -75,6 +75,7 @@ __all__ = [
     "ParseOptions",
     "parse_mathml",
     "parse_mathml_tree",
+    "read_xml",
 ]
 
 MATHML_NS = "http://www.w3.org/1998/Math/MathML"
@@ -668,12 +669,9 @@ class _Converter:
         return self._with_roles(self._node(FUNCTION, "group"), items, "arg")
 
 
-def parse_mathml_tree(text: str | bytes, options: ParseOptions = DEFAULT_OPTIONS) -> OptTree:
-    """Parse MathML into an OPT with the repairs made on the way.
-
-    Bad input raises MathMLError with the reason: the size, depth and node limits, XML that is
-    not well-formed, what is not MathML. Any other exception is a bug and propagates.
-    """
+def read_xml(text: str | bytes, options: ParseOptions = DEFAULT_OPTIONS) -> etree._Element:
+    """The XML of a MathML input, read with the hardening above (no DTD, no entity
+    declarations, no network or file access, the size limit), its root a `<math>` element."""
     data = _to_bytes(text, options)
     try:
         root = etree.fromstring(data, _PARSER)
@@ -684,6 +682,16 @@ def parse_mathml_tree(text: str | bytes, options: ParseOptions = DEFAULT_OPTIONS
     name = _local_name(root)
     if name != "math":
         raise MathMLError(f"root element is <{name}>, expected <math>")
+    return root
+
+
+def parse_mathml_tree(text: str | bytes, options: ParseOptions = DEFAULT_OPTIONS) -> OptTree:
+    """Parse MathML into an OPT with the repairs made on the way.
+
+    Bad input raises MathMLError with the reason: the size, depth and node limits, XML that is
+    not well-formed, what is not MathML. Any other exception is a bug and propagates.
+    """
+    root = read_xml(text, options)
     converter = _Converter(options)
     nodes = converter.sequence(root, 0)
     if not nodes:  # not `node.token == EMPTY_TOKEN`: <mi>∅</mi> is the empty set, not nothing

@@ -68,3 +68,18 @@ def test_the_top_rows_are_a_stable_sorts_first_rows() -> None:
             for depth in (1, 3, 50):
                 expected = np.argsort(-values, kind="stable")[:depth]
                 assert list(top_rows(values, depth)) == list(expected)
+
+
+def test_exact_matches_keep_the_order_of_the_channel_that_matched_them() -> None:
+    """Two items with the very same formula: the exact channel's order, whatever the votes
+    of another channel (the trained models favour the items they were trained on)."""
+    fused = fuse(
+        {
+            "a": scores([0, 1, 2], [0.9, 0.8, 0.1], exact=[1.0, 1.0, 0.0]),
+            "b": scores([1, 2, 0], [0.9, 0.8, 0.1]),  # b votes most for row 1
+        },
+        3,
+        WEIGHTS,
+    )
+    assert [f.row for f in fused] == [0, 1, 2]
+    assert fused[0].score == pytest.approx(1.0 + 1 / 11 + 0.5 / 13)

@@ -1,0 +1,146 @@
+"""The ASGI application: the JSON API and the pages, over the published snapshot.
+
+FastAPI (on uvicorn, which the Dagster web server already brings): typed query parameters
+checked before any code of ours runs, OpenAPI docs at `/docs`, sync endpoints run in a thread
+pool while numpy and torch release the GIL. Every answer is JSON or a static page; nothing is
+written anywhere; every LaTeX or MathML query goes through the hardened parser; formulae leave
+as MathML rebuilt from MathML elements only (`syntax.display`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from fastapi import FastAPI, HTTPException, Query, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import FileResponse, JSONResponse
+from fastapi.staticfiles import StaticFiles
+from starlette.middleware.base import BaseHTTPMiddleware
+
+from formula_assets.search.meaning import SearchError
+from formula_assets.search.searcher import MAX_QUERY_CHARS, MAX_TOP
+from formula_assets.serve.content import Loaded
+from formula_assets.serve.published import Published
+
+STATIC = Path(__file__).resolve().parent / "static"
+PAGES = {"/": "index.html", "/audit": "audit.html"}
+MAX_CHARS = max(MAX_QUERY_CHARS.values())
+# pages load only this service's own files; nothing from elsewhere, no inline script
+POLICY = (
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'"
+)
+
+
+def _error(status: int, reason: str, **more: Any) -> JSONResponse:
+    return JSONResponse({"error": reason, "status": status, **more}, status_code=status)
+
+
+class _Headers(BaseHTTPMiddleware):
+    async def dispatch(self, request: Request, call_next):
+        response = await call_next(request)
+        response.headers["Content-Security-Policy"] = POLICY
+        response.headers["X-Content-Type-Options"] = "nosniff"
+        response.headers["Referrer-Policy"] = "no-referrer"
+        return response
+
+
+def create_app(published: Published, title: str = "formula_assets") -> FastAPI:
+    """The service over `published` (started and stopped with the application)."""
+    @asynccontextmanager
+    async def lifespan(_app: FastAPI):
+        published.start()
+        try:
+            yield
+        finally:
+            published.stop()
+
+    app = FastAPI(
+        title=title,
+        lifespan=lifespan,
+        summary="Wikidata formulae found by names, formula structure and meaning; the "
+        "annotation audit for editors.",
+        docs_url="/docs",
+        redoc_url=None,
+    )
+    app.add_middleware(_Headers)
+
+    def loaded() -> tuple[str, Loaded]:
+        snapshot = published.current  # once per request: one version throughout
+        return snapshot.version, snapshot.content
+
+    @app.exception_handler(SearchError)
+    async def _search_error(request: Request, exc: SearchError) -> JSONResponse:
+        return _error(400, str(exc), position=exc.position)
+
+    @app.exception_handler(HTTPException)
+    async def _http_error(request: Request, exc: HTTPException) -> JSONResponse:
+        return _error(exc.status_code, str(exc.detail))
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+        first = exc.errors()[0] if exc.errors() else {}
+        where = ".".join(str(p) for p in first.get("loc", ()) if p != "query")
+        return _error(400, f"{where}: {first.get('msg', 'invalid')}".strip(": "))
+
+    @app.get("/api/search", summary="Items found by a text or a formula")
+    def search(
+        q: Annotated[str, Query(max_length=MAX_CHARS, description="words, LaTeX or MathML")],
+        kind: Annotated[Literal["text", "latex", "mathml"], Query()] = "text",
+        top: Annotated[int, Query(ge=1, le=MAX_TOP)] = 10,
+    ) -> dict[str, Any]:
+        version, content = loaded()
+        return {"version": version, **content.search(q, kind, top)}
+
+    @app.get("/api/items/{qid}", summary="One item: formula, names, concepts, similar formulae")
+    def item(qid: str) -> dict[str, Any]:
+        version, content = loaded()
+        found = content.item(qid)
+        if found is None:
+            raise HTTPException(404, f"no formula item {qid[:40]!r} in the published data")
+        return {"version": version, **found}
+
+    @app.get("/api/audit", summary="The annotation audit's findings, most actionable first")
+    def audit(
+        kind: Annotated[str | None, Query(max_length=64)] = None,
+        q: Annotated[str | None, Query(max_length=200, description="label or QID")] = None,
+        limit: Annotated[int, Query(ge=1, le=200)] = 50,
+        offset: Annotated[int, Query(ge=0)] = 0,
+    ) -> dict[str, Any]:
+        version, content = loaded()
+        return {"version": version, **content.audit(kind, q, limit, offset)}
+
+    @app.get("/api/preview", summary="A LaTeX query as the search reads it, rendered")
+    def preview(latex: Annotated[str, Query(max_length=MAX_QUERY_CHARS["latex"])]) -> Any:
+        version, content = loaded()
+        shown = content.preview(latex)
+        if "error" in shown:
+            return _error(400, shown["error"], position=shown.get("position"))
+        return {"version": version, **shown}
+
+    @app.get("/api/health", summary="The published version served and what it holds")
+    def health() -> dict[str, Any]:
+        snapshot = published.current
+        return {
+            "version": snapshot.version,
+            "loaded_at": snapshot.loaded_at,
+            "failed_loads": published.failures,
+            **snapshot.content.summary(),
+        }
+
+    def page(name: str) -> Callable[[], FileResponse]:
+        def serve_page() -> FileResponse:
+            return FileResponse(STATIC / name, media_type="text/html")
+
+        return serve_page
+
+    for route, name in PAGES.items():
+        app.get(route, include_in_schema=False)(page(name))
+    app.get("/item/{qid}", include_in_schema=False)(
+        lambda qid: FileResponse(STATIC / "item.html", media_type="text/html")
+    )
+    app.mount("/static", StaticFiles(directory=STATIC), name="static")
+    return app

@@ -1,0 +1,211 @@
+"""One loaded version of the published tables, and the answers made from it.
+
+`Loaded` holds the searcher (names, structure and meaning indexes, the models) and the audit
+table of one version; it is built once per published version (`serve.published`) and read by
+any number of requests at once: what it caches (formulae made safe to show, query vectors) is
+keyed by content, so two requests that race fill it with the same value.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from upath import UPath
+
+from formula_assets.core import lake
+from formula_assets.search.catalogue import WIKIDATA
+from formula_assets.search.meaning import SearchError, latex_to_mathml
+from formula_assets.search.searcher import MATHML, TEXT, Searcher
+from formula_assets.search.structure import query_keys
+from formula_assets.syntax.canonical import TooDeep
+from formula_assets.syntax.display import display_mathml
+from formula_assets.syntax.mathml import MathMLError, ParseOptions
+
+SIMILAR = 6  # formulae nearest an item's by structure, on its page
+SHOWN_CACHE = 20_000  # formulae kept made safe to show
+
+
+class _Shown:
+    """Formulae made safe to show, by their MathML (a bounded cache: least recent go)."""
+
+    def __init__(self, options: ParseOptions, size: int = SHOWN_CACHE) -> None:
+        self.options = options
+        self.size = size
+        self._cache: OrderedDict[str, str | None] = OrderedDict()
+
+    def __call__(self, mathml: str | None) -> str | None:
+        if not mathml:
+            return None
+        if mathml in self._cache:
+            self._cache.move_to_end(mathml)
+            return self._cache[mathml]
+        try:
+            shown: str | None = display_mathml(mathml, self.options)
+        except MathMLError:
+            shown = None  # a formula the parser refuses is not shown
+        self._cache[mathml] = shown
+        while len(self._cache) > self.size:
+            self._cache.popitem(last=False)
+        return shown
+
+
+class Loaded:
+    """The searcher and the audit of one published version."""
+
+    def __init__(self, root: UPath, searcher: Searcher, audit: pa.Table | None) -> None:
+        self.root = root
+        self.searcher = searcher
+        self.audit_table = audit
+        self.shown = _Shown(searcher.options)
+
+    @classmethod
+    def load(cls, root: UPath, **searcher_options: Any) -> Loaded:
+        searcher = Searcher(root, **searcher_options)
+        path = root / "annotation_audit.parquet"
+        audit = lake.read_parquet(path) if path.exists() else None
+        loaded = cls(root, searcher, audit)
+        loaded.warm()
+        return loaded
+
+    def warm(self) -> None:
+        """A text and a formula query: the models and the sentence encoder load now, not in
+        the first user's request."""
+        self.searcher.search("energy", TEXT, top=1)
+        self.searcher.search("<math><mi>E</mi><mo>=</mo><mi>m</mi></math>", MATHML, top=1)
+
+    # -- answers ---------------------------------------------------------------------------
+
+    def search(self, query: str, kind: str, top: int) -> dict[str, Any]:
+        result = self.searcher.search(query, kind, top).as_json()
+        for hit in result["hits"]:
+            hit["display_mathml"] = self.shown(hit["mathml"])
+        if result.get("mathml"):
+            result["display_mathml"] = self.shown(result["mathml"])
+        return result
+
+    def item(self, qid: str) -> dict[str, Any] | None:
+        catalogue = self.searcher.catalogue
+        row = catalogue.row(qid)
+        if row is None:
+            return None
+        mathml = catalogue.mathml[row]
+        symbols = {c.get("qid"): c.get("symbol_mathml") for c in catalogue.concepts[row]}
+        descriptions = {c.get("qid"): c.get("description") for c in catalogue.concepts[row]}
+        concepts = [
+            {
+                "qid": a.concept,
+                "label": a.label,
+                "description": descriptions.get(a.concept),
+                "url": WIKIDATA + a.concept,
+                "symbol": a.identifier,
+                "symbol_display_mathml": self.shown(symbols.get(a.concept)),
+            }
+            for a in catalogue.annotations[row]
+        ]
+        return {
+            "qid": qid,
+            "url": WIKIDATA + qid,
+            "label": catalogue.labels[row],
+            "description": catalogue.descriptions[row],
+            "aliases": catalogue.aliases[row],
+            "mathml": mathml,
+            "display_mathml": self.shown(mathml),
+            "concepts": concepts,
+            "trained_on": _trained_on(self.searcher.meaning.split_of(qid)),
+            "similar": self._similar(qid, mathml),
+        }
+
+    def _similar(self, qid: str, mathml: str | None) -> list[dict[str, Any]]:
+        """The formulae nearest this one by structure (not itself)."""
+        if not mathml:
+            return []
+        try:
+            keys = query_keys(mathml, self.searcher.options)
+        except (MathMLError, TooDeep):
+            return []
+        structure = self.searcher.structure
+        scores = structure.score(keys).scores
+        catalogue = self.searcher.catalogue
+        out = []
+        for at in np.argsort(-scores, kind="stable")[: SIMILAR + 1]:
+            other = structure.qids[at]
+            row = catalogue.row(other)
+            if other == qid or row is None:
+                continue
+            out.append(
+                {
+                    "qid": other,
+                    "label": catalogue.labels[row],
+                    "score": round(float(scores[at]), 4),
+                    "display_mathml": self.shown(catalogue.mathml[row]),
+                }
+            )
+        return out[:SIMILAR]
+
+    def audit(self, kind: str | None, q: str | None, limit: int, offset: int) -> dict[str, Any]:
+        table = self.audit_table
+        if table is None:
+            raise SearchError("annotation_audit is not materialized; run `make run` first")
+        if "scored" in table.column_names:
+            table = table.filter(pc.equal(table.column("scored"), True))
+        if q:
+            needle = q.strip().lower()
+            labels = pc.utf8_lower(pc.fill_null(table.column("label"), ""))
+            table = table.filter(
+                pc.or_(
+                    pc.match_substring(labels, needle),
+                    pc.equal(table.column("qid"), q.strip()),
+                )
+            )
+        total = table.num_rows
+        rows = table.slice(offset, limit).to_pylist()
+        catalogue = self.searcher.catalogue
+        findings = []
+        for row in rows:
+            at = catalogue.row(row["qid"])
+            mathml = catalogue.mathml[at] if at is not None else None
+            findings.append(
+                {
+                    "qid": row["qid"],
+                    "label": row.get("label"),
+                    "url": WIKIDATA + row["qid"],
+                    "suspicion": row.get("suspicion"),
+                    "finding": row.get("finding"),
+                    "symbols": sorted(
+                        {
+                            m.get("symbol")
+                            for m in row.get("missing_concepts") or ()
+                            if m.get("symbol")
+                        }
+                    ),
+                    "display_mathml": self.shown(mathml),
+                }
+            )
+        return {"total": total, "offset": offset, "findings": findings}
+
+    def preview(self, latex: str) -> dict[str, Any]:
+        """The LaTeX as MathML the page can show, or where it is wrong."""
+        try:
+            mathml = latex_to_mathml(latex)
+            shown = display_mathml(mathml, self.searcher.options)
+        except SearchError as exc:
+            return {"error": str(exc), "position": exc.position}
+        except MathMLError as exc:
+            return {"error": f"the formula does not parse: {exc.reason}", "position": None}
+        return {"mathml": mathml, "display_mathml": shown}
+
+    def summary(self) -> dict[str, Any]:
+        meaning = self.searcher.meaning
+        return {
+            "items": len(self.searcher.catalogue),
+            "meaning": {"method": meaning.method, "fold": meaning.fold},
+            "audit_rows": None if self.audit_table is None else self.audit_table.num_rows,
+        }
+
+
+def _trained_on(split: str | None) -> bool | None:
+    return None if split is None else split != "test"
