@@ -41,14 +41,31 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
+def _tree(pid: int) -> list[int]:
+    """The process and every process below it (the service's workers)."""
+    found, queue = [], [pid]
+    while queue:
+        current = queue.pop()
+        found.append(current)
+        children = Path(f"/proc/{current}/task/{current}/children")
+        if children.exists():
+            queue.extend(int(c) for c in children.read_text().split())
+    return found
+
+
 def memory(pid: int) -> dict[str, float]:
-    """Resident memory of a process now and at its peak, MiB (Linux /proc)."""
-    out = {}
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        key, _, value = line.partition(":")
-        if key in ("VmRSS", "VmHWM"):
-            out[key] = round(int(value.split()[0]) / 1024, 1)
-    return {"rss_mib": out.get("VmRSS", 0.0), "peak_rss_mib": out.get("VmHWM", 0.0)}
+    """Resident memory of the service (its processes summed) now and at their peaks, MiB."""
+    out = {"VmRSS": 0.0, "VmHWM": 0.0}
+    for member in _tree(pid):
+        try:
+            lines = Path(f"/proc/{member}/status").read_text().splitlines()
+        except OSError:
+            continue
+        for line in lines:
+            key, _, value = line.partition(":")
+            if key in out:
+                out[key] += int(value.split()[0]) / 1024
+    return {"rss_mib": round(out["VmRSS"], 1), "peak_rss_mib": round(out["VmHWM"], 1)}
 
 
 def wait_ready(port: int, process: subprocess.Popen, limit_s: float) -> float:
@@ -76,7 +93,9 @@ def paths(queries: list[dict]) -> list[str]:
     return out
 
 
-def load(port: int, requests: list[str], clients: int, seconds: float) -> dict:
+def load(
+    port: int, requests: list[str], clients: int, seconds: float, keep_alive: bool = False
+) -> dict:
     latencies: list[float] = []
     statuses: dict[int, int] = {}
     lock = threading.Lock()
@@ -91,6 +110,9 @@ def load(port: int, requests: list[str], clients: int, seconds: float) -> dict:
                     return
             path = rng.choice(requests)
             started = time.perf_counter()
+            if not keep_alive:  # a new connection per request, as from many users
+                connection.close()
+                connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
             try:
                 connection.request("GET", path)
                 response = connection.getresponse()
@@ -144,6 +166,11 @@ def main() -> int:
     parser.add_argument("--scale", type=int, default=1, choices=[1, 10, 100])
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--seconds", type=float, default=60.0)
+    parser.add_argument(
+        "--keep-alive",
+        action="store_true",
+        help="each client keeps one connection (a worker process then serves it alone)",
+    )
     args = parser.parse_args()
     lake = Settings.from_environment().data_lake
     if args.scale > 1:
@@ -159,7 +186,7 @@ def main() -> int:
     try:
         startup = wait_ready(port, process, STARTUP_LIMIT_S)
         after_start = memory(process.pid)
-        figures = load(port, paths(load_queries()), args.clients, args.seconds)
+        figures = load(port, paths(load_queries()), args.clients, args.seconds, args.keep_alive)
         after_load = memory(process.pid)
     finally:
         process.terminate()
@@ -187,6 +214,7 @@ def main() -> int:
         {
             "scale": args.scale,
             "clients": args.clients,
+            "keep_alive": args.keep_alive,
             "startup_s": round(startup, 2),
             "load": figures,
             "memory_after_start": after_start,

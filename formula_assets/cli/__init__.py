@@ -117,7 +117,7 @@ def _serve(args: argparse.Namespace) -> int:
     from formula_assets.serve.run import serve
 
     ensure_dagster_home()
-    serve(args.host, args.port, args.poll)
+    serve(args.host, args.port, args.poll, args.workers)
     return 0
 
 
@@ -216,6 +216,12 @@ def build_parser() -> argparse.ArgumentParser:
     serving.add_argument("--port", type=int, default=8000, help="port (8000)")
     serving.add_argument(
         "--poll", type=float, default=2.0, help="seconds between looks for newly published data"
+    )
+    serving.add_argument(
+        "--workers",
+        type=int,
+        default=min(2, os.cpu_count() or 1),
+        help="processes answering requests, each with its own copy of the data (2)",
     )
     serving.set_defaults(handler=_serve)
     audit = commands.add_parser(

@@ -28,6 +28,7 @@ from formula_assets.evaluation.ranking import (
     MatrixScorer,
     Scorer,
     WeightedScorer,
+    normalise_rows,
     require_finite,
 )
 
@@ -155,6 +156,24 @@ def _as_scorer(member: Scorer | np.ndarray) -> Scorer:
 def ensemble_scorer(weights: Mapping[str, float], members: Mapping[str, Scorer]) -> Scorer:
     """Σ weight × member score, summed in the weights' (the members') order."""
     return WeightedScorer([(weight, members[m]) for m, weight in weights.items()])
+
+
+def ensemble_inner_product(
+    weights: Mapping[str, float],
+    candidates: Mapping[str, np.ndarray],
+    candidate_hubness: Mapping[str, np.ndarray] | None = None,
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """The ensemble's candidate side as (matrix, bias), for one query at a time: with each
+    member's query vector L2-normalised and set side by side in the weights' order,
+    `matrix @ query + bias` is Σ weight × (cosine − ½ hubness), the score of
+    `ensemble_scorer` over `HubnessScorer` members (`candidate_hubness` None: plain
+    cosines); a member weighed 0 is left out. One product instead of one per member."""
+    members = [(m, w) for m, w in weights.items() if w]
+    matrix = np.hstack([w * normalise_rows(np.asarray(candidates[m])) for m, w in members])
+    if candidate_hubness is None:
+        return matrix.astype(np.float32), None
+    bias = -0.5 * sum(w * np.asarray(candidate_hubness[m], np.float64) for m, w in members)
+    return matrix.astype(np.float32), np.asarray(bias, np.float32)
 
 
 @dataclass(frozen=True)

@@ -25,11 +25,11 @@ from upath import UPath
 
 from formula_assets.core import lake
 from formula_assets.core.protocol import ENSEMBLE
-from formula_assets.evaluation.ensemble import ensemble_scorer
-from formula_assets.evaluation.hubness import HubnessScorer
-from formula_assets.evaluation.ranking import CosineScorer, Scorer
+from formula_assets.evaluation.ensemble import ensemble_inner_product
+from formula_assets.evaluation.ranking import normalise_rows
 from formula_assets.methods import registry
 from formula_assets.methods.base import LoadedModel, TrainedMethod
+from formula_assets.search.ann import InnerProductIndex
 from formula_assets.search.layout import (
     HELD_OUT,
     SEMANTIC,
@@ -187,6 +187,8 @@ class MeaningSearcher:
         self._embedder: TextEmbedder | None = None
         self._sentences: dict[str, np.ndarray] = {}
         self._splits: dict[str, str] | None = None
+        self._spaces: dict[int, InnerProductIndex] = {}
+        self._token_table: TokenTexts | None = None
 
     @property
     def items(self) -> dict[str, dict]:
@@ -299,7 +301,9 @@ class MeaningSearcher:
         corpus never had, its text embedded now (as the asset would have)."""
         from formula_assets.graphs.inputs import TokenTexts
 
-        known_tokens = TokenTexts.from_table(_read(self.root, "opt_token_embeddings"))
+        if self._token_table is None:
+            self._token_table = TokenTexts.from_table(_read(self.root, "opt_token_embeddings"))
+        known_tokens = self._token_table
         known = dict(zip(known_tokens.tokens, known_tokens.vectors, strict=True))
         tokens = sorted({t for ts in graphs.column("node_tokens").to_pylist() for t in ts})
         vectors = [known[t] if t in known else self._sentence(t) for t in tokens]
@@ -312,19 +316,32 @@ class MeaningSearcher:
             vector = registry.get(method).text_vector(_TextQuery(self, text), model)
         return vector, self.index.spaces[method][STRUCTURAL]
 
+    def _scoring(self) -> list[tuple[str, float]]:
+        """The members that count, with their weights (a member weighed 0 is not encoded)."""
+        if self.method != ENSEMBLE:
+            return [(self.method, 1.0)]
+        return [(m, w) for m, w in self.weights.items() if w]
+
+    def _space(self, side: int) -> InnerProductIndex:
+        """The candidates of one side as Table 2's ensemble scores them, one inner product
+        per query (`evaluation.ensemble.ensemble_inner_product`)."""
+        if side not in self._spaces:
+            weights = dict(self._scoring())
+            hubness = None
+            if self.method == ENSEMBLE:
+                hubness = {m: self.index.hubness[m][side] for m in weights}
+            spaces = {m: self.index.spaces[m][side] for m in weights}
+            matrix, bias = ensemble_inner_product(weights, spaces, hubness)
+            self._spaces[side] = InnerProductIndex(matrix, bias)
+        return self._spaces[side]
+
     def _scores(self, encode, side: int) -> np.ndarray:
         """Cosine of the query against every candidate per member; the ensemble weighs the
-        members' hubness-corrected scores as in Table 2 (`side`: the candidates' side)."""
-        members: dict[str, Scorer] = {}
-        for member in self.weights:
-            query, candidates = encode(member)
-            members[member] = CosineScorer(query[None, :], candidates)
-        if self.method != ENSEMBLE:
-            return members[self.method].block(np.array([0]))[0]
-        corrected = {
-            m: HubnessScorer(scorer, self.index.hubness[m][side]) for m, scorer in members.items()
-        }
-        return ensemble_scorer(self.weights, corrected).block(np.array([0]))[0]
+        members' hubness-corrected scores as in Table 2 (`side`: the candidates' side). Over
+        many items the scores are the approximate search's (`search.ann`): unread ones -inf."""
+        space = self._space(side)
+        query = [normalise_rows(encode(m)[0][None, :])[0] for m, _ in self._scoring()]
+        return space.dense(np.concatenate(query)).astype(np.float64)
 
     # -- queries ---------------------------------------------------------------------------
 

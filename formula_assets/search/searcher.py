@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -65,8 +65,7 @@ __all__ = ["KINDS", "Hit", "SearchError", "SearchResult", "Searcher"]
 class Concept:
     qid: str
     label: str | None
-    symbol: str | None  # the identifier its symbol is in the formula
-    symbol_mathml: str | None
+    symbol: str | None  # the identifier its symbol is in the formula (the item's page: MathML)
 
 
 @dataclass(frozen=True)
@@ -102,7 +101,9 @@ class Hit:
             "description": self.description,
             "aliases": self.aliases,
             "mathml": self.mathml,
-            "concepts": [asdict(c) for c in self.concepts],
+            "concepts": [
+                {"qid": c.qid, "label": c.label, "symbol": c.symbol} for c in self.concepts
+            ],
             "channels": {
                 name: {"rank": c.rank, "score": round(c.score, 6), "exact": c.exact}
                 for name, c in self.channels.items()
@@ -133,7 +134,16 @@ class SearchResult:
                 {
                     "identifier": s.identifier,
                     "annotated_in_corpus": s.corpus_count,
-                    "readings": [asdict(r) for r in s.readings],
+                    "readings": [
+                        {
+                            "concept": r.concept,
+                            "label": r.label,
+                            "score": r.score,
+                            "evidence": r.evidence,
+                            "items": list(r.items),
+                        }
+                        for r in s.readings
+                    ],
                 }
                 for s in self.symbols
             ],
@@ -291,16 +301,9 @@ class Searcher:
     def _hit(self, rank: int, fused) -> Hit:
         row = fused.row
         catalogue = self.catalogue
-        symbols = {
-            c.get("qid"): c.get("symbol_mathml") for c in catalogue.concepts[row] if c.get("qid")
-        }
         concepts = [
-            Concept(a.concept, a.label, a.identifier, symbols.get(a.concept))
-            for a in catalogue.annotations[row]
-        ] or [
-            Concept(c.get("qid"), c.get("label"), None, c.get("symbol_mathml"))
-            for c in catalogue.concepts[row]
-        ]
+            Concept(a.concept, a.label, a.identifier) for a in catalogue.annotations[row]
+        ] or [Concept(c.get("qid"), c.get("label"), None) for c in catalogue.concepts[row]]
         split = self.meaning.split_of(catalogue.qids[row])
         return Hit(
             rank=rank,

@@ -1,8 +1,10 @@
 """The ASGI application: the JSON API and the pages, over the published snapshot.
 
 FastAPI (on uvicorn, which the Dagster web server already brings): typed query parameters
-checked before any code of ours runs, OpenAPI docs at `/docs`, sync endpoints run in a thread
-pool while numpy and torch release the GIL. Every answer is JSON or a static page; nothing is
+checked before any code of ours runs, OpenAPI docs at `/docs`. An answer is a few
+milliseconds of CPU, so each is computed on the event loop at once, not handed to a thread
+pool (threads of one process would wait for each other's GIL); `formula-assets serve` runs a
+worker process per core instead. Every answer is JSON or a static page; nothing is
 written anywhere; every LaTeX or MathML query goes through the hardened parser; formulae leave
 as MathML rebuilt from MathML elements only (`syntax.display`).
 """
@@ -16,7 +18,7 @@ from typing import Annotated, Any, Literal
 
 from fastapi import FastAPI, HTTPException, Query, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import FileResponse, JSONResponse
+from fastapi.responses import FileResponse, JSONResponse, ORJSONResponse
 from fastapi.staticfiles import StaticFiles
 from starlette.middleware.base import BaseHTTPMiddleware
 
@@ -61,6 +63,7 @@ def create_app(published: Published, title: str = "formula_assets") -> FastAPI:
     app = FastAPI(
         title=title,
         lifespan=lifespan,
+        default_response_class=ORJSONResponse,
         summary="Wikidata formulae found by names, formula structure and meaning; the "
         "annotation audit for editors.",
         docs_url="/docs",
@@ -87,34 +90,34 @@ def create_app(published: Published, title: str = "formula_assets") -> FastAPI:
         return _error(400, f"{where}: {first.get('msg', 'invalid')}".strip(": "))
 
     @app.get("/api/search", summary="Items found by a text or a formula")
-    def search(
+    async def search(
         q: Annotated[str, Query(max_length=MAX_CHARS, description="words, LaTeX or MathML")],
         kind: Annotated[Literal["text", "latex", "mathml"], Query()] = "text",
         top: Annotated[int, Query(ge=1, le=MAX_TOP)] = 10,
-    ) -> dict[str, Any]:
+    ) -> ORJSONResponse:
         version, content = loaded()
-        return {"version": version, **content.search(q, kind, top)}
+        return ORJSONResponse({"version": version, **content.search(q, kind, top)})
 
     @app.get("/api/items/{qid}", summary="One item: formula, names, concepts, similar formulae")
-    def item(qid: str) -> dict[str, Any]:
+    async def item(qid: str) -> ORJSONResponse:
         version, content = loaded()
         found = content.item(qid)
         if found is None:
             raise HTTPException(404, f"no formula item {qid[:40]!r} in the published data")
-        return {"version": version, **found}
+        return ORJSONResponse({"version": version, **found})
 
     @app.get("/api/audit", summary="The annotation audit's findings, most actionable first")
-    def audit(
+    async def audit(
         kind: Annotated[str | None, Query(max_length=64)] = None,
         q: Annotated[str | None, Query(max_length=200, description="label or QID")] = None,
         limit: Annotated[int, Query(ge=1, le=200)] = 50,
         offset: Annotated[int, Query(ge=0)] = 0,
-    ) -> dict[str, Any]:
+    ) -> ORJSONResponse:
         version, content = loaded()
-        return {"version": version, **content.audit(kind, q, limit, offset)}
+        return ORJSONResponse({"version": version, **content.audit(kind, q, limit, offset)})
 
     @app.get("/api/preview", summary="A LaTeX query as the search reads it, rendered")
-    def preview(latex: Annotated[str, Query(max_length=MAX_QUERY_CHARS["latex"])]) -> Any:
+    async def preview(latex: Annotated[str, Query(max_length=MAX_QUERY_CHARS["latex"])]) -> Any:
         version, content = loaded()
         shown = content.preview(latex)
         if "error" in shown:
@@ -122,7 +125,7 @@ def create_app(published: Published, title: str = "formula_assets") -> FastAPI:
         return {"version": version, **shown}
 
     @app.get("/api/health", summary="The published version served and what it holds")
-    def health() -> dict[str, Any]:
+    async def health() -> dict[str, Any]:
         snapshot = published.current
         return {
             "version": snapshot.version,

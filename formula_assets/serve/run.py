@@ -7,6 +7,7 @@ written through it), so put it behind an authenticating proxy before exposing it
 
 from __future__ import annotations
 
+import os
 import time
 from typing import Any
 
@@ -36,12 +37,39 @@ def published(settings: Settings, poll_s: float = 2.0) -> Published:
     return Published(load, lambda: fingerprint(root), poll_s)
 
 
-def serve(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, poll_s: float = 2.0) -> None:
+POLL_ENV = "FORMULA_ASSETS_SERVE_POLL"  # how the serving command tells its worker processes
+
+
+def app_from_environment():
+    """The application of one worker process: the settings and the watch interval its
+    command passed down through the environment."""
     import torch
-    import uvicorn
+    from threadpoolctl import threadpool_limits
 
     from formula_assets.serve.app import create_app
 
-    torch.set_num_threads(1)  # requests run side by side; one thread each keeps them apart
-    app = create_app(published(Settings.from_environment(), poll_s))
-    uvicorn.run(app, host=host, port=port, log_level="info", access_log=False)
+    # requests and worker processes run side by side: one thread each keeps them apart (a
+    # BLAS or OpenMP pool of its own per request spins against the other's)
+    torch.set_num_threads(1)
+    threadpool_limits(1)
+    poll = float(os.environ.get(POLL_ENV, "2.0"))
+    return create_app(published(Settings.from_environment(), poll))
+
+
+def serve(
+    host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, poll_s: float = 2.0, workers: int = 1
+) -> None:
+    """Serve until interrupted; `workers` processes each hold one loaded version (Python
+    answers one request at a time per process: a second one uses the second core)."""
+    import uvicorn
+
+    os.environ[POLL_ENV] = str(poll_s)
+    uvicorn.run(
+        "formula_assets.serve.run:app_from_environment",
+        factory=True,
+        host=host,
+        port=port,
+        workers=workers,
+        log_level="info",
+        access_log=False,
+    )

@@ -405,3 +405,29 @@ def test_the_ensemble_scores_are_the_weighted_sum_of_its_named_members() -> None
     assert np.allclose(got, expected)  # bm25 is not a member: its scores are never read
     with pytest.raises(KeyError):
         ensemble.ensemble_scorer({**weights, "toy": 0.0}, members)
+
+
+def test_the_inner_product_form_scores_as_the_ensemble_scorer() -> None:
+    """Search scores one query by `ensemble_inner_product`; Table 2 by the scorers: equal."""
+    from formula_assets.evaluation.ensemble import ensemble_inner_product, ensemble_scorer
+    from formula_assets.evaluation.hubness import HubnessScorer
+    from formula_assets.evaluation.ranking import CosineScorer
+
+    rng = np.random.default_rng(3)
+    widths = {"a": 5, "b": 7, "c": 3}
+    candidates = {m: rng.normal(size=(40, d)) for m, d in widths.items()}
+    queries = {m: rng.normal(size=d) for m, d in widths.items()}
+    hubs = {m: rng.uniform(0, 0.3, size=40) for m in widths}
+    weights = {"a": 0.6, "b": 0.0, "c": 0.4}  # b weighs nothing
+    members = {
+        m: HubnessScorer(CosineScorer(queries[m][None, :], candidates[m]), hubs[m]) for m in widths
+    }
+    expected = ensemble_scorer(weights, members).block(np.array([0]))[0]
+    matrix, bias = ensemble_inner_product(weights, candidates, hubs)
+    query = np.concatenate([queries[m] / np.linalg.norm(queries[m]) for m in ("a", "c")])
+    assert matrix.shape == (40, 8)  # b left out
+    assert np.allclose(matrix @ query + bias, expected, atol=1e-5)
+    plain, none = ensemble_inner_product({"a": 1.0}, candidates)
+    assert none is None
+    cosines = CosineScorer(queries["a"][None, :], candidates["a"]).block(np.array([0]))[0]
+    assert np.allclose(plain @ (queries["a"] / np.linalg.norm(queries["a"])), cosines, atol=1e-5)

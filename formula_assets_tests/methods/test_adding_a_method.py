@@ -157,7 +157,8 @@ def test_a_method_defined_here_is_trained_scored_and_searched(materialized, tmp_
     assert len(hits) == 3 and all("Q" in line for line in hits)
     formula = run.run("search", "--method", NAME, "--latex", "E = m c^2", "--top", "2")
     assert formula.returncode == 0, formula.stderr
-    assert formula.stdout.startswith(f"latex query, channels: structure, meaning (meaning: {NAME}, ")
+    said = f"latex query, channels: structure, meaning (meaning: {NAME}, "
+    assert formula.stdout.startswith(said)
     # without the registration, the command does not offer it
     run.env = {**run.env, "FORMULA_ASSETS_EXTRA_METHODS": ""}
     refused = run.run("search", "--method", NAME, "--text", "mass")

@@ -223,7 +223,13 @@ def test_bad_queries_are_one_clear_error(lake) -> None:
     with pytest.raises(SearchError, match="the formula does not parse"):
         searcher.formula_to_concepts("<math><mi>x</mi>")
     with pytest.raises(SearchError, match=r"did not convert to MathML \(NoAvailableTokensError"):
-        latex_to_mathml(r"\frac{1}{")  # the converter's error has no message: its type says
+        latex_to_mathml(r"\frac")  # the converter's error has no message: its type says
+    with pytest.raises(SearchError, match=r"'s \{ at character 9 is never closed") as raised:
+        latex_to_mathml(r"\frac{1}{2")  # the converter would guess the missing }
+    assert raised.value.position == 8
+    with pytest.raises(SearchError, match=r"'s \} at character 2 closes nothing"):
+        latex_to_mathml(r"a}")
+    assert "&#x0007B;" in latex_to_mathml(r"\{ x \}")  # escaped braces are no braces
     assert "<mi>x</mi>" in latex_to_mathml("x")
 
 

@@ -166,7 +166,8 @@ def test_the_result_is_json(searcher) -> None:
         ("x" * 4001, LATEX, 10, "longer than 4,000 characters"),
         ("x", TEXT, 0, "top must be between 1 and 100"),
         ("x", TEXT, 101, "top must be between 1 and 100"),
-        ("\\frac{", LATEX, 10, "did not convert to MathML"),
+        ("\\frac", LATEX, 10, "did not convert to MathML"),
+        ("\\frac{1}{2", LATEX, 10, "at character 9 is never closed"),
         ("<math><mi>x</mi>", MATHML, 10, "does not parse"),
         (
             "<math>" + "<msqrt><mi>a</mi><mo>=</mo>" * (MAX_DEPTH + 1) + "<mi>x</mi>"
