@@ -198,6 +198,19 @@ class Searcher:
         self._use: dict[str, Counter[str]] | None = None
         self._labels: dict[str, str] | None = None
 
+    def disagreement(self) -> str | None:
+        """Why the tables loaded do not describe one set of items, if they do not: the name
+        index must hold exactly the formula items, the structure and meaning indexes only
+        items among them (a table the pipeline has not yet rebuilt after items changed)."""
+        items = set(self.catalogue.qids)
+        if set(self.names.qids) != items:
+            return "the name index holds other items than wikidata_formulae"
+        for name, qids in (("structure", self.structure.qids), ("search", self.meaning.index.qids)):
+            stray = set(qids) - items
+            if stray:
+                return f"the {name} index holds {len(stray)} item(s) wikidata_formulae lacks"
+        return None
+
     # -- the channels ----------------------------------------------------------------------
 
     def _channel(self, name: str, scores: np.ndarray, exact: np.ndarray | None) -> ChannelScores:

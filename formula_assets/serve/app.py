@@ -16,10 +16,13 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
+import orjson
 from fastapi import FastAPI, HTTPException, Query, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import FileResponse, JSONResponse, ORJSONResponse
+from fastapi.responses import FileResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
+from pydantic import BaseModel, Field
+from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.middleware.base import BaseHTTPMiddleware
 
 from formula_assets.search.meaning import SearchError
@@ -30,6 +33,8 @@ from formula_assets.serve.published import Published
 STATIC = Path(__file__).resolve().parent / "static"
 PAGES = {"/": "index.html", "/audit": "audit.html"}
 MAX_CHARS = max(MAX_QUERY_CHARS.values())
+MAX_BODY = 4 * MAX_CHARS  # bytes of a POSTed query (UTF-8, JSON-escaped): more is refused
+REPLACEMENT = "\ufffd"  # what a URL's bytes that are no UTF-8 decode to
 # pages load only this service's own files; nothing from elsewhere, no inline script
 POLICY = (
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
@@ -37,12 +42,34 @@ POLICY = (
 )
 
 
+class Json(Response):
+    """A JSON answer serialised by orjson (a search's hits: tens of kilobytes, each time)."""
+
+    media_type = "application/json"
+
+    def render(self, content: Any) -> bytes:
+        return orjson.dumps(content)
+
+
 def _error(status: int, reason: str, **more: Any) -> JSONResponse:
     return JSONResponse({"error": reason, "status": status, **more}, status_code=status)
 
 
+class SearchBody(BaseModel):
+    """A query too long for a URL (a MathML formula), as a JSON body."""
+
+    q: str = Field(max_length=MAX_CHARS, description="words, LaTeX or MathML")
+    kind: Literal["text", "latex", "mathml"] = "text"
+    top: int = Field(default=10, ge=1, le=MAX_TOP)
+
+
 class _Headers(BaseHTTPMiddleware):
     async def dispatch(self, request: Request, call_next):
+        length = request.headers.get("content-length")
+        if length is not None and (not length.isdigit() or int(length) > MAX_BODY):
+            return _error(413, f"a request body is at most {MAX_BODY:,} bytes")
+        if request.method == "POST" and length is None:
+            return _error(411, "a request body needs its Content-Length")
         response = await call_next(request)
         response.headers["Content-Security-Policy"] = POLICY
         response.headers["X-Content-Type-Options"] = "nosniff"
@@ -52,6 +79,7 @@ class _Headers(BaseHTTPMiddleware):
 
 def create_app(published: Published, title: str = "formula_assets") -> FastAPI:
     """The service over `published` (started and stopped with the application)."""
+
     @asynccontextmanager
     async def lifespan(_app: FastAPI):
         published.start()
@@ -63,7 +91,7 @@ def create_app(published: Published, title: str = "formula_assets") -> FastAPI:
     app = FastAPI(
         title=title,
         lifespan=lifespan,
-        default_response_class=ORJSONResponse,
+        default_response_class=Json,
         summary="Wikidata formulae found by names, formula structure and meaning; the "
         "annotation audit for editors.",
         docs_url="/docs",
@@ -79,8 +107,8 @@ def create_app(published: Published, title: str = "formula_assets") -> FastAPI:
     async def _search_error(request: Request, exc: SearchError) -> JSONResponse:
         return _error(400, str(exc), position=exc.position)
 
-    @app.exception_handler(HTTPException)
-    async def _http_error(request: Request, exc: HTTPException) -> JSONResponse:
+    @app.exception_handler(StarletteHTTPException)  # FastAPI's, and routing's 404 and 405
+    async def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         return _error(exc.status_code, str(exc.detail))
 
     @app.exception_handler(RequestValidationError)
@@ -89,22 +117,31 @@ def create_app(published: Published, title: str = "formula_assets") -> FastAPI:
         where = ".".join(str(p) for p in first.get("loc", ()) if p != "query")
         return _error(400, f"{where}: {first.get('msg', 'invalid')}".strip(": "))
 
+    def answer(q: str, kind: str, top: int) -> Json:
+        if REPLACEMENT in q:
+            raise SearchError("the query holds bytes that are not UTF-8")
+        version, content = loaded()
+        return Json({"version": version, **content.search(q, kind, top)})
+
     @app.get("/api/search", summary="Items found by a text or a formula")
     async def search(
         q: Annotated[str, Query(max_length=MAX_CHARS, description="words, LaTeX or MathML")],
         kind: Annotated[Literal["text", "latex", "mathml"], Query()] = "text",
         top: Annotated[int, Query(ge=1, le=MAX_TOP)] = 10,
-    ) -> ORJSONResponse:
-        version, content = loaded()
-        return ORJSONResponse({"version": version, **content.search(q, kind, top)})
+    ) -> Json:
+        return answer(q, kind, top)
+
+    @app.post("/api/search", summary="The same, the query in a JSON body (MathML is long)")
+    async def search_body(body: SearchBody) -> Json:
+        return answer(body.q, body.kind, body.top)
 
     @app.get("/api/items/{qid}", summary="One item: formula, names, concepts, similar formulae")
-    async def item(qid: str) -> ORJSONResponse:
+    async def item(qid: str) -> Json:
         version, content = loaded()
         found = content.item(qid)
         if found is None:
             raise HTTPException(404, f"no formula item {qid[:40]!r} in the published data")
-        return ORJSONResponse({"version": version, **found})
+        return Json({"version": version, **found})
 
     @app.get("/api/audit", summary="The annotation audit's findings, most actionable first")
     async def audit(
@@ -112,9 +149,9 @@ def create_app(published: Published, title: str = "formula_assets") -> FastAPI:
         q: Annotated[str | None, Query(max_length=200, description="label or QID")] = None,
         limit: Annotated[int, Query(ge=1, le=200)] = 50,
         offset: Annotated[int, Query(ge=0)] = 0,
-    ) -> ORJSONResponse:
+    ) -> Json:
         version, content = loaded()
-        return ORJSONResponse({"version": version, **content.audit(kind, q, limit, offset)})
+        return Json({"version": version, **content.audit(kind, q, limit, offset)})
 
     @app.get("/api/preview", summary="A LaTeX query as the search reads it, rendered")
     async def preview(latex: Annotated[str, Query(max_length=MAX_QUERY_CHARS["latex"])]) -> Any:

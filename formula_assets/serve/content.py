@@ -16,6 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from upath import UPath
 
+from formula_assets.audit.quickstatements import concept_with_symbol
 from formula_assets.core import lake
 from formula_assets.search.catalogue import WIKIDATA
 from formula_assets.search.meaning import SearchError, latex_to_mathml
@@ -182,6 +183,7 @@ class Loaded:
                             if m.get("symbol")
                         }
                     ),
+                    "quickstatements": _additions(row),
                     "display_mathml": self.shown(mathml),
                 }
             )
@@ -198,6 +200,9 @@ class Loaded:
             return {"error": f"the formula does not parse: {exc.reason}", "position": None}
         return {"mathml": mathml, "display_mathml": shown}
 
+    def disagreement(self) -> str | None:
+        return self.searcher.disagreement()
+
     def summary(self) -> dict[str, Any]:
         meaning = self.searcher.meaning
         return {
@@ -205,6 +210,20 @@ class Loaded:
             "meaning": {"method": meaning.method, "fold": meaning.fold},
             "audit_rows": None if self.audit_table is None else self.audit_table.num_rows,
         }
+
+
+def _additions(row: dict[str, Any]) -> list[str]:
+    """QuickStatements lines for the concepts a finding suggests, each with its symbol."""
+    lines = []
+    for suggestion in row.get("missing_concepts") or ():
+        if suggestion.get("qid") and suggestion.get("symbol"):
+            try:
+                lines.append(
+                    concept_with_symbol(row["qid"], suggestion["qid"], suggestion["symbol"])
+                )
+            except ValueError:  # not an item, or a symbol no QuickStatements string holds
+                continue
+    return lines
 
 
 def _trained_on(split: str | None) -> bool | None:

@@ -7,8 +7,10 @@ identities (size, modification time; an object store's ETag) every `poll_s` seco
 they changed and then stayed the same for one more look (a refresh writes several tables in
 a row), it loads a new `Snapshot` beside the one serving, and swaps the reference. A request
 takes the reference once, at its start, so it is answered from one version, never a mix; one
-that started before the swap finishes on the old version. A load that fails (a table
-unreadable, a model missing) leaves the old version serving and is logged.
+that started before the swap finishes on the old version. A new version is switched to only
+when its tables agree on the items they hold (a refresh publishes `wikidata_formulae` minutes
+before the indexes rebuilt from it). A load that fails (a table unreadable, a model missing)
+leaves the old version serving and is logged.
 """
 
 from __future__ import annotations
@@ -77,6 +79,7 @@ class Published:
         self.poll_s = poll_s
         version = fingerprint()
         self._current = load(version)
+        self._waiting: str | None = None  # a version whose tables did not agree
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.failures = 0
@@ -89,7 +92,7 @@ class Published:
         """One look: load and swap when the tables changed and `seen` (the previous look's
         token) says they have settled. Returns this look's token."""
         now = self._fingerprint()
-        if now == self._current.version or now != seen:
+        if now in (self._current.version, self._waiting) or now != seen:
             return now
         try:
             snapshot = self._load(now)
@@ -97,6 +100,11 @@ class Published:
             self.failures += 1
             LOG.exception("loading the tables published as %s failed; still serving %s", now,
                           self._current.version)  # fmt: skip
+            return now
+        waiting = snapshot.content.disagreement()
+        if waiting:  # a refresh has published some tables, not yet the others
+            LOG.info("not switching to %s yet: %s", now, waiting)
+            self._waiting = now  # loaded again only once more tables are published
             return now
         self._current = snapshot
         LOG.info("serving the tables published as %s", now)
