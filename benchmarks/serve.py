@@ -17,6 +17,7 @@ import argparse
 import http.client
 import os
 import random
+import signal
 import socket
 import statistics
 import subprocess
@@ -82,6 +83,19 @@ def wait_ready(port: int, process: subprocess.Popen, limit_s: float) -> float:
             pass
         time.sleep(0.05)
     raise RuntimeError(f"no answer within {limit_s:.0f} s")
+
+
+def wait_workers(log: Path, workers: int, process: subprocess.Popen, limit_s: float) -> float:
+    """Seconds until every worker process has loaded (each logs its start-up's end): the
+    workers take turns loading, so the first answer can come before the last is ready."""
+    started = time.perf_counter()
+    while time.perf_counter() - started < limit_s:
+        if process.poll() is not None:
+            raise RuntimeError(f"the service exited ({process.returncode})")
+        if log.read_text(errors="replace").count("Application startup complete") >= workers:
+            return time.perf_counter() - started
+        time.sleep(0.2)
+    raise RuntimeError(f"not every worker ready within {limit_s:.0f} s")
 
 
 def paths(queries: list[dict]) -> list[str]:
@@ -166,6 +180,7 @@ def main() -> int:
     parser.add_argument("--scale", type=int, default=1, choices=[1, 10, 100])
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--seconds", type=float, default=60.0)
+    parser.add_argument("--workers", type=int, default=2, help="the service's processes")
     parser.add_argument(
         "--keep-alive",
         action="store_true",
@@ -179,18 +194,27 @@ def main() -> int:
         lake = str(build(args.scale, RESULTS / f"lake_{args.scale}x"))
     env = {**os.environ, "FORMULA_ASSETS_DATA_LAKE": lake, "HF_HUB_OFFLINE": "1"}
     port = free_port()
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    log_path = RESULTS / f"serve_{args.scale}x.log"  # the service's own log
+    log = log_path.open("wb")
     process = subprocess.Popen(
-        [str(CLI), "serve", "--port", str(port)],
-        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True,
+        [str(CLI), "serve", "--port", str(port), "--workers", str(args.workers)],
+        env=env, stdout=subprocess.DEVNULL, stderr=log, start_new_session=True,
     )  # fmt: skip
     try:
         startup = wait_ready(port, process, STARTUP_LIMIT_S)
+        every_worker = startup + wait_workers(log_path, args.workers, process, STARTUP_LIMIT_S)
         after_start = memory(process.pid)
         figures = load(port, paths(load_queries()), args.clients, args.seconds, args.keep_alive)
         after_load = memory(process.pid)
     finally:
-        process.terminate()
-        process.wait(timeout=30)
+        os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait(timeout=30)
+        log.close()
     cold = cold_cli(env) if args.scale == 1 else None
     print_table(
         f"the service at {args.scale}× the snapshot, {args.clients} clients for "
@@ -198,6 +222,7 @@ def main() -> int:
         ["measure", "value"],
         [
             ["start to the first answer", f"{startup:.2f} s"],
+            [f"start to all {args.workers} workers ready", f"{every_worker:.2f} s"],
             ["answers", f"{figures['requests']} ({figures['per_second']}/s)"],
             ["p50 / p90 / p99 / max", f"{figures['p50_ms']} / {figures['p90_ms']} / "
              f"{figures['p99_ms']} / {figures['max_ms']} ms"],
@@ -215,7 +240,9 @@ def main() -> int:
             "scale": args.scale,
             "clients": args.clients,
             "keep_alive": args.keep_alive,
+            "workers": args.workers,
             "startup_s": round(startup, 2),
+            "every_worker_ready_s": round(every_worker, 2),
             "load": figures,
             "memory_after_start": after_start,
             "memory_after_load": after_load,

@@ -16,9 +16,18 @@ AGGREGATION_KEY = b"aggregation"
 
 def vectors(column: pa.ChunkedArray | pa.Array, dimension: int) -> np.ndarray:
     """A fixed-size-list float32 column as an (n, dimension) matrix, without a Python loop."""
-    array = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
-    flat = array.flatten().to_numpy(zero_copy_only=False).astype(np.float32, copy=False)
-    return flat.reshape(-1, dimension)
+    chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
+    if len(chunks) == 1:
+        flat = chunks[0].flatten().to_numpy(zero_copy_only=False)
+        return flat.astype(np.float32, copy=False).reshape(-1, dimension)
+    # chunk by chunk into one matrix: combining the chunks first would hold a third copy
+    out = np.empty((sum(len(c) for c in chunks), dimension), dtype=np.float32)
+    start = 0
+    for chunk in chunks:
+        flat = chunk.flatten().to_numpy(zero_copy_only=False)
+        out[start : start + len(chunk)] = flat.reshape(-1, dimension)
+        start += len(chunk)
+    return out
 
 
 def vector_column(matrix: np.ndarray) -> pa.FixedSizeListArray:

@@ -50,6 +50,8 @@ DAGSTER_HOME_ENV = "DAGSTER_HOME"
 EXECUTOR_ENV = "FORMULA_ASSETS_EXECUTOR"
 AUTOMATION_ENV = "FORMULA_ASSETS_AUTOMATION"
 AUTOMATION_INTERVAL_ENV = "FORMULA_ASSETS_AUTOMATION_INTERVAL"
+SERVE_URL_ENV = "FORMULA_ASSETS_SERVE_URL"
+SERVE_POLL_ENV = "FORMULA_ASSETS_SERVE_POLL"
 POSTGRES_URL_ENV = "FORMULA_ASSETS_POSTGRES_URL"
 CELERY_BROKER_ENV = "FORMULA_ASSETS_CELERY_BROKER"
 EXTRA_METHODS_ENV = "FORMULA_ASSETS_EXTRA_METHODS"
@@ -171,6 +173,12 @@ def _at_least_one(what: str) -> Callable[[int], int]:
         return value
 
     return check
+
+
+def _positive_seconds(value: float) -> float:
+    if not value > 0:
+        raise ValueError(f"{SERVE_POLL_ENV} must be a positive number of seconds, got {value}")
+    return value
 
 
 def _fraction(value: float) -> float:
@@ -395,6 +403,19 @@ class Settings:
         parse=int,
         kind="a whole number of seconds",
         check=_at_least_one(f"{AUTOMATION_INTERVAL_ENV} must be at least 1 second, got {{value}}"),
+    )
+    serve_url = Setting[str](
+        SERVE_URL_ENV,
+        "where `formula-assets serve` answers (the search index's asset page links to it)",
+        "http://127.0.0.1:8000/",
+    )
+    serve_poll = Setting[float](
+        SERVE_POLL_ENV,
+        "seconds between the service's looks for newly published tables",
+        2.0,
+        parse=float,
+        kind="seconds",
+        check=_positive_seconds,
     )
     postgres_url = Setting["str | None"](
         POSTGRES_URL_ENV,

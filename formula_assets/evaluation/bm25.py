@@ -84,8 +84,16 @@ class Bm25Index:
         )
 
     def scores(self, query: Sequence[str]) -> np.ndarray:
-        """Every document's BM25 score for one query."""
-        return np.asarray((self.query_matrix([query]) @ self.weights).todense()).ravel()
+        """Every document's BM25 score for one query: its terms' posting lists added up (one
+        query over many documents; `query_matrix` scores many at once)."""
+        weights = self.weights
+        out = np.zeros(self.size)
+        for term in query:
+            t = self.vocabulary.get(term)
+            if t is not None:
+                span = slice(weights.indptr[t], weights.indptr[t + 1])
+                out[weights.indices[span]] += weights.data[span]
+        return out
 
 
 def bm25_scorer(queries: Sequence[str], documents: Sequence[str]) -> SparseScorer:

@@ -169,11 +169,15 @@ def ensemble_inner_product(
     `ensemble_scorer` over `HubnessScorer` members (`candidate_hubness` None: plain
     cosines); a member weighed 0 is left out. One product instead of one per member."""
     members = [(m, w) for m, w in weights.items() if w]
-    matrix = np.hstack([w * normalise_rows(np.asarray(candidates[m])) for m, w in members])
+    widths = [np.shape(candidates[m])[1] for m, _ in members]
+    # filled block by block: over many items only one member's copy exists besides the result
+    matrix = np.empty((len(candidates[members[0][0]]), sum(widths)), dtype=np.float32)
+    for (m, w), start, width in zip(members, np.cumsum([0, *widths]), widths, strict=False):
+        matrix[:, start : start + width] = w * normalise_rows(np.asarray(candidates[m]))
     if candidate_hubness is None:
-        return matrix.astype(np.float32), None
+        return matrix, None
     bias = -0.5 * sum(w * np.asarray(candidate_hubness[m], np.float64) for m, w in members)
-    return matrix.astype(np.float32), np.asarray(bias, np.float32)
+    return matrix, np.asarray(bias, np.float32)
 
 
 @dataclass(frozen=True)

@@ -2,12 +2,15 @@
 by one matrix–vector product, up to `EXACT_UP_TO` rows; approximately above, by an inverted
 file, so a query over many items reads a few thousand rows instead of all of them.
 
-The inverted file (IVF) clusters the rows: centroids are drawn from the rows and refined by a
-few rounds of k-means on a sample, in a random projection to `PROJECTED` dimensions (the
-clustering only needs to put alike rows together); every row goes to its nearest centroid. A
-query scores the centroids (their means in the full space), reads the rows of the `probes`
-best clusters and scores those exactly. The top of such a list is the exact top wherever the
-best rows sit in the probed clusters: `benchmarks.serve` measures how often at 100×.
+The inverted file (IVF) clusters the rows and stores them cluster by cluster, so a probed
+cluster is one contiguous block for the matrix product (gathering scattered rows, or keeping
+them in half precision, cost five times as much per query on the 100× lake). Centroids are
+drawn from the rows and refined by a few rounds of k-means on a sample, in a random
+projection to `PROJECTED` dimensions (the clustering only needs to put alike rows together);
+every row goes to its nearest centroid. A query scores the centroids (their means in the
+full space), reads the rows of the `probes` best clusters and scores those exactly. The
+list's top is the exact top wherever the best rows sit in the probed clusters:
+`benchmarks.ann_recall` measures how often on the 100× lake.
 """
 
 from __future__ import annotations
@@ -58,12 +61,16 @@ class InnerProductIndex:
                     centroids[c] = members.mean(axis=0)
         assignment = _nearest(projected, centroids)
         order = np.argsort(assignment, kind="stable")
-        self.members = order
+        self.members = order  # position in the stored matrix → the caller's row
         self.starts = np.searchsorted(assignment[order], np.arange(lists + 1))
-        sums = np.zeros((lists, self.matrix.shape[1]), dtype=np.float64)
-        np.add.at(sums, assignment, self.matrix)
-        counts = np.bincount(assignment, minlength=lists)[:, None]
-        self.centroids = (sums / np.maximum(counts, 1)).astype(np.float32)
+        self.matrix = self.matrix[order]
+        if self.bias is not None:
+            self.bias = self.bias[order]
+        self.centroids = np.zeros((lists, self.matrix.shape[1]), dtype=np.float32)
+        for c in range(lists):
+            block = self.matrix[self.starts[c] : self.starts[c + 1]]
+            if len(block):
+                self.centroids[c] = block.mean(axis=0)
 
     def __len__(self) -> int:
         return len(self.matrix)
@@ -76,11 +83,11 @@ class InnerProductIndex:
                 scores = scores + self.bias
             return Ranked(np.arange(len(self.matrix)), scores)
         near = np.argpartition(-(self.centroids @ query), self.probes - 1)[: self.probes]
-        rows = np.concatenate([self.members[self.starts[c] : self.starts[c + 1]] for c in near])
-        scores = self.matrix[rows] @ query
+        blocks = [slice(self.starts[c], self.starts[c + 1]) for c in near]
+        scores = np.concatenate([self.matrix[b] @ query for b in blocks])
         if self.bias is not None:
-            scores = scores + self.bias[rows]
-        return Ranked(rows, scores)
+            scores = scores + np.concatenate([self.bias[b] for b in blocks])
+        return Ranked(np.concatenate([self.members[b] for b in blocks]), scores)
 
     def dense(self, query: np.ndarray, fill: float = -np.inf) -> np.ndarray:
         """Every row's score, `fill` for the rows an approximate search did not read."""

@@ -47,6 +47,19 @@ class ServingVectors:
     hubness: dict[str, tuple[np.ndarray, np.ndarray]]
     summary: dict
 
+    @classmethod
+    def merged(cls, parts: list[ServingVectors], fold: int) -> ServingVectors:
+        """The methods of several reads of one fold as one (their rows must agree)."""
+        if not parts:
+            raise ValueError(f"the search index has no fold {fold}")
+        first = parts[0]
+        for part in parts[1:]:
+            if part.fold != first.fold or part.qids != first.qids:
+                raise ValueError("the methods' rows differ within one fold")
+        spaces = {m: v for part in parts for m, v in part.spaces.items()}
+        hubness = {m: v for part in parts for m, v in part.hubness.items()}
+        return cls(first.fold, first.qids, first.splits, spaces, hubness, first.summary)
+
     @property
     def weights(self) -> dict[str, float]:
         return self.summary["ensemble_weights"][str(self.fold)]
@@ -66,7 +79,7 @@ def serving_vectors(table: pa.Table, fold: int) -> ServingVectors:
     """The rows of one fold, as matrices per method it holds (all methods share one qid
     order); the table may hold only some methods (a reader that needs no others)."""
     summary = index_summary(table)
-    rows = table.filter(pc.equal(table.column("fold"), fold))
+    rows = _where(table, "fold", fold)
     if not rows.num_rows:
         raise ValueError(f"the search index has no fold {fold}")
     spaces: dict[str, tuple[np.ndarray, np.ndarray]] = {}
@@ -74,7 +87,7 @@ def serving_vectors(table: pa.Table, fold: int) -> ServingVectors:
     qids: list[str] | None = None
     splits: list[str] = []
     for method in registry.indexed():
-        part = rows.filter(pc.equal(rows.column("method"), method))
+        part = _where(rows, "method", method)
         if not part.num_rows:
             continue
         structural = part.column("structural")
@@ -89,3 +102,12 @@ def serving_vectors(table: pa.Table, fold: int) -> ServingVectors:
         if qids is None:
             qids, splits = part.column("qid").to_pylist(), part.column("split").to_pylist()
     return ServingVectors(fold, qids or [], splits, spaces, hubness, summary)
+
+
+def _where(table: pa.Table, column: str, value: object) -> pa.Table:
+    """The rows whose `column` is `value`: a zero-copy slice when they are contiguous, as the
+    index writes them (a filtered copy of a 100× index would double its memory at start)."""
+    found = np.flatnonzero(pc.equal(table.column(column), value).to_numpy(zero_copy_only=False))
+    if len(found) and found[-1] - found[0] + 1 == len(found):
+        return table.slice(int(found[0]), len(found))
+    return table.take(found)

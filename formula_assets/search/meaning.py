@@ -34,6 +34,7 @@ from formula_assets.search.layout import (
     HELD_OUT,
     SEMANTIC,
     STRUCTURAL,
+    ServingVectors,
     index_summary,
     serving_vectors,
 )
@@ -129,6 +130,19 @@ def _read(root: UPath, name: str, columns: list[str] | None = None, **where) -> 
         raise SearchError(_unreadable(path, exc)) from None
 
 
+def _method_vectors(root: UPath, fold: int, method: str) -> ServingVectors | None:
+    """One method's vectors of one fold (None: the index has none), read alone: over many
+    items, reading every member at once held all of their Arrow tables beside the matrices
+    made of them."""
+    table = _read(root, "search_index", fold=[fold], method=[method])
+    if not table.num_rows:
+        return None
+    vectors = serving_vectors(table, fold)
+    del table
+    pa.default_memory_pool().release_unused()  # the table's memory back to the system
+    return vectors
+
+
 def _schema(root: UPath, name: str) -> pa.Schema:
     path = _path(root, name)
     try:
@@ -173,8 +187,8 @@ class MeaningSearcher:
                 if self.method == ENSEMBLE
                 else [self.method]
             )
-            index = _read(root, "search_index", fold=[chosen], method=members)
-            self.index = serving_vectors(index, chosen)
+            parts = [_method_vectors(root, chosen, member) for member in members]
+            self.index = ServingVectors.merged([p for p in parts if p is not None], chosen)
         except (KeyError, ValueError) as exc:
             raise SearchError(f"the search index is unusable ({exc}); run `make run`") from None
         self.fold = self.index.fold
@@ -294,7 +308,7 @@ class MeaningSearcher:
         model = self.model(method)
         with self._encoding():
             vector = registry.get(method).formula_vector(query, model)
-        return vector, self.index.spaces[method][SEMANTIC]
+        return vector, self.index.spaces[method][SEMANTIC] if self.index.spaces else None
 
     def _token_texts(self, graphs: pa.Table) -> TokenTexts:
         """The query's token-text vectors: `opt_token_embeddings` rows, and for a token the
@@ -314,7 +328,7 @@ class MeaningSearcher:
         model = self.model(method)
         with self._encoding():
             vector = registry.get(method).text_vector(_TextQuery(self, text), model)
-        return vector, self.index.spaces[method][STRUCTURAL]
+        return vector, self.index.spaces[method][STRUCTURAL] if self.index.spaces else None
 
     def _scoring(self) -> list[tuple[str, float]]:
         """The members that count, with their weights (a member weighed 0 is not encoded)."""
@@ -335,13 +349,38 @@ class MeaningSearcher:
             self._spaces[side] = InnerProductIndex(matrix, bias)
         return self._spaces[side]
 
+    def compact(self) -> None:
+        """Build both sides' scoring matrices now and let the index's own vectors go: a
+        long-running service over many items holds each vector once."""
+        for side in (STRUCTURAL, SEMANTIC):
+            self._space(side)
+            for method, pair in self.index.spaces.items():  # this side's copies go now
+                self.index.spaces[method] = tuple(
+                    None if i == side else v for i, v in enumerate(pair)
+                )
+        self.index.spaces.clear()
+        self.index.hubness.clear()
+        pa.default_memory_pool().release_unused()  # the vectors may have been Arrow's memory
+
     def _scores(self, encode, side: int) -> np.ndarray:
         """Cosine of the query against every candidate per member; the ensemble weighs the
         members' hubness-corrected scores as in Table 2 (`side`: the candidates' side). Over
         many items the scores are the approximate search's (`search.ann`): unread ones -inf."""
+        space, query = self._query(encode, side)
+        return space.dense(query).astype(np.float64)
+
+    def _query(self, encode, side: int) -> tuple[InnerProductIndex, np.ndarray]:
         space = self._space(side)
         query = [normalise_rows(encode(m)[0][None, :])[0] for m, _ in self._scoring()]
-        return space.dense(np.concatenate(query)).astype(np.float64)
+        return space, np.concatenate(query)
+
+    def query_in_space(self, query: str, kind: str) -> tuple[InnerProductIndex, np.ndarray]:
+        """The candidates' index a query is scored against and its vector there (`kind`:
+        "text", or "mathml" for a formula): what `benchmarks.ann_recall` compares."""
+        if kind == "text":
+            text = " ".join(query.split())
+            return self._query(lambda m: self._semantic_query(m, text), STRUCTURAL)
+        return self._query(lambda m: self._structural_query(m, query), SEMANTIC)
 
     # -- queries ---------------------------------------------------------------------------
 

@@ -34,6 +34,8 @@ import pyarrow as pa
 
 from formula_assets.core.arrow import embedding_table, vectors
 from formula_assets.evaluation.bm25 import Bm25Index
+from formula_assets.evaluation.ranking import normalise_rows
+from formula_assets.search.ann import InnerProductIndex
 
 _DASHES = re.compile(r"[\u2010-\u2015\u2212\-/_]")
 _APOSTROPHES = re.compile(r"['\u2018\u2019\u02bc\u0060\u00b4]")
@@ -136,7 +138,8 @@ class NameIndex:
         self.description = Bm25Index([terms(d) for d in descriptions])
         self.trigrams = Bm25Index([trigrams(words) for words in flat])
         column = table.column("embedding")
-        self.vectors = vectors(column, column.type.list_size)
+        # unit rows once, so a query's cosines are one product (approximate over many items)
+        self.dense = InnerProductIndex(normalise_rows(vectors(column, column.type.list_size)))
 
     def __len__(self) -> int:
         return len(self.qids)
@@ -154,10 +157,9 @@ class NameIndex:
         ):
             if weight:
                 total += weight * _scaled(index.scores(query_terms))
-        if vector is not None and weights.dense and len(self.vectors):
-            norms = np.linalg.norm(self.vectors, axis=1) * max(np.linalg.norm(vector), 1e-12)
-            cosine = self.vectors @ vector / np.maximum(norms, 1e-12)
-            total += weights.dense * np.clip(cosine, 0.0, None)
+        if vector is not None and weights.dense and len(self.dense):
+            unit = vector / max(float(np.linalg.norm(vector)), 1e-12)
+            total += weights.dense * np.clip(self.dense.dense(unit, fill=0.0), 0.0, None)
         exact = np.zeros(len(self.qids), dtype=bool)
         exact[self._exact.get(tuple(words), [])] = True
         return NameScores(total, exact)

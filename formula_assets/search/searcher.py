@@ -164,6 +164,11 @@ def _table(root: UPath, name: str) -> pa.Table:
         ) from None
 
 
+def _known_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+    known = rows >= 0
+    return (rows, None) if known.all() else (rows[known], known)
+
+
 class Searcher:
     """Loads the indexes once; each `search` encodes only its query."""
 
@@ -178,7 +183,9 @@ class Searcher:
         offline: bool = False,
         fusion: FusionWeights | None = None,
         channels: Iterable[str] = CHANNELS,
+        compact: bool = False,
     ) -> None:
+        """`compact`: keep only what queries read (a service; not for inspecting scores)."""
         self.root = root
         self.options = options or ParseOptions()
         self.fusion = fusion or FusionWeights()
@@ -190,11 +197,14 @@ class Searcher:
         self.meaning = MeaningSearcher(
             root, method, fold, options=self.options, model_dir=model_dir, offline=offline
         )
-        self._rows = {
+        if compact:
+            self.meaning.compact()
+        self._rows = {  # per channel: its items' catalogue rows (-1: not in the catalogue)
             STRUCTURE: self.catalogue.rows(self.structure.qids),
             NAMES: self.catalogue.rows(self.names.qids),
             MEANING: self.catalogue.rows(self.meaning.index.qids),
         }
+        self._known = {name: _known_rows(rows) for name, rows in self._rows.items()}
         self._use: dict[str, Counter[str]] | None = None
         self._labels: dict[str, str] | None = None
 
@@ -214,8 +224,9 @@ class Searcher:
     # -- the channels ----------------------------------------------------------------------
 
     def _channel(self, name: str, scores: np.ndarray, exact: np.ndarray | None) -> ChannelScores:
-        rows = self._rows[name]
-        known = rows >= 0
+        rows, known = self._known[name]
+        if known is None:  # every item of the channel's index is in the catalogue
+            return ChannelScores(rows, scores, exact)
         return ChannelScores(rows[known], scores[known], None if exact is None else exact[known])
 
     def _text_channels(self, text: str) -> dict[str, ChannelScores]:

@@ -31,7 +31,8 @@ from formula_assets.serve.content import Loaded
 from formula_assets.serve.published import Published
 
 STATIC = Path(__file__).resolve().parent / "static"
-PAGES = {"/": "index.html", "/audit": "audit.html"}
+# the OpenAPI page is Swagger UI vendored under static/swagger-ui (FastAPI's own loads a CDN)
+PAGES = {"/": "index.html", "/audit": "audit.html", "/docs": "docs.html"}
 MAX_CHARS = max(MAX_QUERY_CHARS.values())
 MAX_BODY = 4 * MAX_CHARS  # bytes of a POSTed query (UTF-8, JSON-escaped): more is refused
 REPLACEMENT = "\ufffd"  # what a URL's bytes that are no UTF-8 decode to
@@ -94,7 +95,7 @@ def create_app(published: Published, title: str = "formula_assets") -> FastAPI:
         default_response_class=Json,
         summary="Wikidata formulae found by names, formula structure and meaning; the "
         "annotation audit for editors.",
-        docs_url="/docs",
+        docs_url=None,
         redoc_url=None,
     )
     app.add_middleware(_Headers)

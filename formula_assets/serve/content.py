@@ -65,7 +65,7 @@ class Loaded:
 
     @classmethod
     def load(cls, root: UPath, **searcher_options: Any) -> Loaded:
-        searcher = Searcher(root, **searcher_options)
+        searcher = Searcher(root, compact=True, **searcher_options)
         path = root / "annotation_audit.parquet"
         audit = lake.read_parquet(path) if path.exists() else None
         loaded = cls(root, searcher, audit)

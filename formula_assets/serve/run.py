@@ -7,13 +7,18 @@ written through it), so put it behind an authenticating proxy before exposing it
 
 from __future__ import annotations
 
+import fcntl
+import hashlib
 import os
+import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from upath import UPath
 
-from formula_assets.core.settings import Settings
+from formula_assets.core.settings import SERVE_POLL_ENV, Settings
 from formula_assets.serve.content import Loaded
 from formula_assets.serve.published import Published, Snapshot, fingerprint
 from formula_assets.syntax.opt import parse_options
@@ -32,12 +37,24 @@ def published(settings: Settings, poll_s: float = 2.0) -> Published:
     }
 
     def load(version: str) -> Snapshot:
-        return Snapshot(version, time.time(), Loaded.load(root, **options))
+        with one_load_at_a_time(str(root)):
+            return Snapshot(version, time.time(), Loaded.load(root, **options))
 
     return Published(load, lambda: fingerprint(root), poll_s)
 
 
-POLL_ENV = "FORMULA_ASSETS_SERVE_POLL"  # how the serving command tells its worker processes
+@contextmanager
+def one_load_at_a_time(root: str) -> Iterator[None]:
+    """Held while a worker process loads a version: loading takes several times the memory it
+    keeps (over a large lake, gigabytes), so the workers of one lake take turns."""
+    name = hashlib.sha256(root.encode()).hexdigest()[:16]
+    path = os.path.join(tempfile.gettempdir(), f"formula-assets-serve-{name}.lock")
+    with open(path, "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
 
 
 def app_from_environment():
@@ -52,8 +69,8 @@ def app_from_environment():
     # BLAS or OpenMP pool of its own per request spins against the other's)
     torch.set_num_threads(1)
     threadpool_limits(1)
-    poll = float(os.environ.get(POLL_ENV, "2.0"))
-    return create_app(published(Settings.from_environment(), poll))
+    settings = Settings.from_environment()
+    return create_app(published(settings, settings.serve_poll))
 
 
 def serve(
@@ -63,7 +80,7 @@ def serve(
     answers one request at a time per process: a second one uses the second core)."""
     import uvicorn
 
-    os.environ[POLL_ENV] = str(poll_s)
+    os.environ[SERVE_POLL_ENV] = str(poll_s)  # what the worker processes read
     uvicorn.run(
         "formula_assets.serve.run:app_from_environment",
         factory=True,

@@ -51,7 +51,7 @@ class BagInputs:
         """Each row's ids of the features `vocabulary` holds; the others are left out, as ids
         0 and 1 (padding, unknown) are, which no network learns. A row may be an empty bag:
         its vector is zero and scores 0 against everything."""
-        index = TokenVocabulary.from_tokens(vocabulary)
+        index = _token_index(vocabulary)
         return cls([[i for i in index.ids(row) if i > 1] for row in features], device)
 
     def batch(self, rows: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
@@ -62,6 +62,22 @@ class BagInputs:
             torch.tensor(flat, dtype=torch.long, device=self.device),
             torch.tensor(starts, dtype=torch.long, device=self.device),
         )
+
+
+_INDEXES: dict[int, tuple[Sequence[str], TokenVocabulary]] = {}
+
+
+def _token_index(vocabulary: Sequence[str]) -> TokenVocabulary:
+    """The index of a model's vocabulary, made once per vocabulary object: a query encodes
+    one row, and indexing tens of thousands of tokens for it cost more than the row."""
+    known = _INDEXES.get(id(vocabulary))
+    if known is not None and known[0] is vocabulary:  # the object held, so its id is its own
+        return known[1]
+    if len(_INDEXES) >= 16:
+        _INDEXES.clear()
+    index = TokenVocabulary.from_tokens(vocabulary)
+    _INDEXES[id(vocabulary)] = (vocabulary, index)
+    return index
 
 
 class PartBatch(list):

@@ -201,6 +201,7 @@ ENVIRONMENT_WRITERS = {
     "cli/distributed.py": "the environment of the PostgreSQL and Celery processes it starts",
     "cli/home.py": "exports DAGSTER_HOME for Dagster and the processes it starts",
     "cli/worker.py": "pins BLAS/OpenMP threads in a worker before torch loads",
+    "serve/run.py": "the watch interval, for the service's worker processes",
     "training/determinism.py": "cuBLAS reads CUBLAS_WORKSPACE_CONFIG when CUDA starts",
 }
 ENVIRONMENT_NAMES = {"environ", "environb", "getenv", "getenvb", "putenv", "unsetenv"}

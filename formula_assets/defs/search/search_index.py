@@ -6,6 +6,7 @@ import pyarrow as pa
 from formula_assets.core.arrow import embedding_matrix, recorded_identity, recorded_model
 from formula_assets.core.hashing import table_content_hash
 from formula_assets.core.protocol import DIRECTIONS
+from formula_assets.core.settings import Settings
 from formula_assets.defs.checks import check_result, schema_contract
 from formula_assets.defs.publication import settle
 from formula_assets.evaluation.retrieval import chosen_ensembles
@@ -47,6 +48,8 @@ def search_index(
         data_version=dg.DataVersion(table_content_hash(table)),
         metadata={
             "items": summary.items,
+            # the running search page (`formula-assets serve`), where the index is used
+            "search_page": dg.MetadataValue.url(Settings.from_environment().serve_url),
             "serving_fold": summary.serving_fold,
             "ensemble_weights": dg.MetadataValue.json(
                 {str(k): v for k, v in summary.ensemble_weights.items()}
