@@ -94,8 +94,13 @@ class Loaded:
         if row is None:
             return None
         mathml = catalogue.mathml[row]
-        symbols = {c.get("qid"): c.get("symbol_mathml") for c in catalogue.concepts[row]}
-        descriptions = {c.get("qid"): c.get("description") for c in catalogue.concepts[row]}
+        # a concept may be annotated with several symbols (the legs a and b of a right
+        # triangle are both "cathetus"): each annotation takes its concept's next symbol
+        symbols: dict[str, list[str | None]] = {}
+        descriptions: dict[str, str | None] = {}
+        for c in catalogue.concepts[row]:
+            symbols.setdefault(c.get("qid"), []).append(c.get("symbol_mathml"))
+            descriptions[c.get("qid")] = c.get("description")
         concepts = [
             {
                 "qid": a.concept,
@@ -103,7 +108,9 @@ class Loaded:
                 "description": descriptions.get(a.concept),
                 "url": WIKIDATA + a.concept,
                 "symbol": a.identifier,
-                "symbol_display_mathml": self.shown(symbols.get(a.concept)),
+                "symbol_display_mathml": self.shown(
+                    symbols[a.concept].pop(0) if symbols.get(a.concept) else None
+                ),
             }
             for a in catalogue.annotations[row]
         ]

@@ -57,5 +57,5 @@ def identifier_tex(name: str) -> str:
             return identifier_tex(name[: -len(mark)]) + tex
     base, underscore, sub = name.partition("_")
     if underscore and base and sub:
-        return f"{_decorated(base)}_{{{_letters(sub) if len(sub) > 1 else sub}}}"
+        return f"{_decorated(base)}_{{{_letters(sub)}}}"
     return _decorated(name)

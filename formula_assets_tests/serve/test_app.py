@@ -154,6 +154,14 @@ def test_an_item_has_its_formula_concepts_and_similar_formulae(client: TestClien
     assert missing.status_code == 404 and "no formula item" in missing.json()["error"]
 
 
+def test_a_concept_annotated_twice_shows_each_of_its_symbols(client: TestClient) -> None:
+    body = client.get("/api/items/Q11518").json()  # the legs a and b are both "cathetus"
+    legs = [c for c in body["concepts"] if c["label"] == "cathetus"]
+    assert sorted(c["symbol"] for c in legs) == ["a", "b"]
+    for leg in legs:
+        assert f'data-symbol="{leg["symbol"]}"' in leg["symbol_display_mathml"]
+
+
 def test_the_audit_is_filtered_and_paged(client: TestClient) -> None:
     body = client.get("/api/audit", params={"limit": 1}).json()
     assert body["total"] == 2 and [f["qid"] for f in body["findings"]] == ["Q41591"]

@@ -119,6 +119,7 @@ def test_search_item_and_audit_pages_in_chromium(service: str, tmp_path: Path) -
 
             # the item page: hovering a concept lights its symbol in the formula
             expect(page.locator("h1")).to_have_text("Ohm's law")
+            expect(page.locator("#item")).not_to_contain_text("null")  # no absent part written
             concept = page.locator(".concept-list li[data-symbol]").first
             symbol = concept.get_attribute("data-symbol")
             concept.hover()

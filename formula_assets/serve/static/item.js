@@ -26,7 +26,7 @@ async function show() {
       similar.append(element("li", {}, element("a", { href: `/item/${other.qid}`, text: other.label || other.qid }), formula(other.display_mathml, "formula inline")));
     }
     const trained = item.trained_on === true ? "The serving models were trained on this item." : item.trained_on === false ? "The serving models never saw this item (held out)." : "";
-    main.replaceChildren(
+    main.replaceChildren(...[
       element("h1", { text: item.label || item.qid }),
       element("p", { class: "description", text: item.description || "" }),
       item.aliases.length ? element("p", { class: "muted", text: `Also known as: ${item.aliases.join(", ")}` }) : null,
@@ -35,7 +35,7 @@ async function show() {
       element("h2", { text: "Symbols and their concepts" }),
       item.concepts.length ? concepts : element("p", { class: "muted", text: "No concept is annotated on this formula." }),
       element("h2", { text: "Similar formulae" }),
-      similar);
+      similar].filter((part) => part !== null)); // replaceChildren writes a null as "null"
   } catch (error) {
     main.replaceChildren(element("p", { role: "status", text: `This item cannot be shown: ${error.message}` }));
   }
