@@ -31,6 +31,10 @@ STEPS: list[list[str]] = [
     ["search_queries"],
     ["search_variants"],
     ["symbol_explanation"],
+    ["serve"],
+    ["serve", "--scale", "100"],  # builds the 100× lake once (7 min), then 24 GiB machines
+    ["ann_recall"],
+    ["pages"],
     ["audit"],
     ["refresh", "--profiles", "smoke", "default"],
     ["distributed", "--profile", "smoke"],
