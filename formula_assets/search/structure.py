@@ -189,12 +189,8 @@ class StructureIndex:
         idf = np.where(known, self.idf[at], np.log1p(len(self)))
         weights = counts * idf
         norm = np.sqrt(weights @ weights)
-        # each known feature's column added in place (slicing the matrix copied the columns)
-        matrix, scores = self.matrix, np.zeros(len(self))
-        for column, weight in zip(at[known], weights[known] / norm, strict=True):
-            span = slice(matrix.indptr[column], matrix.indptr[column + 1])
-            scores[matrix.indices[span]] += weight * matrix.data[span]
-        return scores
+        scores = self.matrix[:, at[known]] @ (weights[known] / norm)
+        return np.asarray(scores).ravel()
 
     def score(self, keys: StructureKeys) -> StructureScores:
         scores = self.similarity(keys)
