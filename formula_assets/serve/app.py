@@ -23,7 +23,7 @@ from fastapi.responses import FileResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
-from starlette.middleware.base import BaseHTTPMiddleware
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from formula_assets.search.meaning import SearchError
 from formula_assets.search.searcher import MAX_QUERY_CHARS, MAX_TOP
@@ -64,18 +64,44 @@ class SearchBody(BaseModel):
     top: int = Field(default=10, ge=1, le=MAX_TOP)
 
 
-class _Headers(BaseHTTPMiddleware):
-    async def dispatch(self, request: Request, call_next):
-        length = request.headers.get("content-length")
+HEADERS = [
+    (b"content-security-policy", POLICY.encode()),
+    (b"x-content-type-options", b"nosniff"),
+    (b"referrer-policy", b"no-referrer"),
+]
+
+
+class _Headers:
+    """Refuses a body without a length or over the limit before it is read, and adds the
+    security headers to every answer. Plain ASGI: Starlette's `BaseHTTPMiddleware` costs
+    about a millisecond a request, a tenth of a search's."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        length = next(
+            (v.decode("latin-1") for k, v in scope["headers"] if k == b"content-length"), None
+        )
+        refusal = None
         if length is not None and (not length.isdigit() or int(length) > MAX_BODY):
-            return _error(413, f"a request body is at most {MAX_BODY:,} bytes")
-        if request.method == "POST" and length is None:
-            return _error(411, "a request body needs its Content-Length")
-        response = await call_next(request)
-        response.headers["Content-Security-Policy"] = POLICY
-        response.headers["X-Content-Type-Options"] = "nosniff"
-        response.headers["Referrer-Policy"] = "no-referrer"
-        return response
+            refusal = _error(413, f"a request body is at most {MAX_BODY:,} bytes")
+        elif scope["method"] == "POST" and length is None:
+            refusal = _error(411, "a request body needs its Content-Length")
+        if refusal is not None:
+            refusal.headers.raw.extend(HEADERS)
+            await refusal(scope, receive, send)
+            return
+
+        async def with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                message["headers"] = [*message.get("headers", []), *HEADERS]
+            await send(message)
+
+        await self.app(scope, receive, with_headers)
 
 
 def create_app(published: Published, title: str = "formula_assets") -> FastAPI:

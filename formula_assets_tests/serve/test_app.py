@@ -201,3 +201,10 @@ def test_nothing_writes_and_nothing_crosses_origins(client: TestClient) -> None:
     policy = answer.headers["content-security-policy"]
     assert "default-src 'self'" in policy and "script-src 'self'" in policy
     assert answer.headers["x-content-type-options"] == "nosniff"
+    refused = client.post(  # an answer the middleware gives itself carries them too
+        "/api/search", content=b"x" * 500_000, headers={"Content-Type": "application/json"}
+    )
+    assert (
+        refused.status_code == 413
+        and "default-src 'self'" in refused.headers["content-security-policy"]
+    )
