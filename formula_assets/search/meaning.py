@@ -29,7 +29,7 @@ from formula_assets.evaluation.ensemble import ensemble_inner_product
 from formula_assets.evaluation.ranking import normalise_rows
 from formula_assets.methods import registry
 from formula_assets.methods.base import LoadedModel, TrainedMethod
-from formula_assets.search.ann import InnerProductIndex
+from formula_assets.search.ann import InnerProductIndex, Ranked
 from formula_assets.search.layout import (
     HELD_OUT,
     SEMANTIC,
@@ -362,14 +362,10 @@ class MeaningSearcher:
         self.index.hubness.clear()
         pa.default_memory_pool().release_unused()  # the vectors may have been Arrow's memory
 
-    def _scores(self, encode, side: int) -> np.ndarray:
-        """Cosine of the query against every candidate per member; the ensemble weighs the
-        members' hubness-corrected scores as in Table 2 (`side`: the candidates' side). Over
-        many items the scores are the approximate search's (`search.ann`): unread ones -inf."""
-        space, query = self._query(encode, side)
-        return space.dense(query).astype(np.float64)
-
     def _query(self, encode, side: int) -> tuple[InnerProductIndex, np.ndarray]:
+        """The candidates of `side` and the query's vector against them: the inner product
+        is the cosine per member weighed and hubness-corrected as Table 2's ensemble scores
+        (over many items, the approximate search's: `search.ann`; unread ones -inf)."""
         space = self._space(side)
         query = [normalise_rows(encode(m)[0][None, :])[0] for m, _ in self._scoring()]
         return space, np.concatenate(query)
@@ -400,18 +396,37 @@ class MeaningSearcher:
     def formula_scores(self, mathml: str) -> np.ndarray:
         """Every indexed item's score (`index.qids` order) for a formula: how well its
         semantics match the formula's structure."""
+        space, query = self._formula_query(mathml)
+        return space.dense(query).astype(np.float64)
+
+    def text_scores(self, text: str) -> np.ndarray:
+        """Every indexed item's score for a description: how well its formula matches it."""
+        space, query = self._text_query(text)
+        return space.dense(query).astype(np.float64)
+
+    def formula_candidates(self, mathml: str) -> Ranked:
+        """The items a formula's search reads (all of them up to `ann.EXACT_UP_TO`, else the
+        inverted file's probed clusters: a service over many items fills no array of all)."""
+        space, query = self._formula_query(mathml)
+        return space.search(query)
+
+    def text_candidates(self, text: str) -> Ranked:
+        """The same for a description."""
+        space, query = self._text_query(text)
+        return space.search(query)
+
+    def _formula_query(self, mathml: str) -> tuple[InnerProductIndex, np.ndarray]:
         try:
             parse_mathml(mathml, self.options)
         except MathMLError as exc:
             raise SearchError(f"the formula does not parse: {exc.reason}") from None
-        return self._scores(lambda m: self._structural_query(m, mathml), SEMANTIC)
+        return self._query(lambda m: self._structural_query(m, mathml), SEMANTIC)
 
-    def text_scores(self, text: str) -> np.ndarray:
-        """Every indexed item's score for a description: how well its formula matches it."""
+    def _text_query(self, text: str) -> tuple[InnerProductIndex, np.ndarray]:
         text = " ".join(text.split())
         if not text:
             raise SearchError("the text query is empty")
-        return self._scores(lambda m: self._semantic_query(m, text), STRUCTURAL)
+        return self._query(lambda m: self._semantic_query(m, text), STRUCTURAL)
 
     def sentence(self, text: str) -> np.ndarray:
         """A text's sentence vector by the model the index was built with (made once)."""

@@ -25,6 +25,7 @@ import pyarrow as pa
 from upath import UPath
 
 from formula_assets.core import lake
+from formula_assets.search.ann import Ranked
 from formula_assets.search.catalogue import WIKIDATA, Catalogue
 from formula_assets.search.explain import SymbolExplanation, explain_symbols
 from formula_assets.search.fusion import (
@@ -229,6 +230,12 @@ class Searcher:
             return ChannelScores(rows, scores, exact)
         return ChannelScores(rows[known], scores[known], None if exact is None else exact[known])
 
+    def _read(self, found: Ranked) -> ChannelScores:
+        """The meaning channel's scores of the items its search read."""
+        rows = self._rows[MEANING][found.rows]
+        known = rows >= 0
+        return ChannelScores(rows[known], found.scores[known].astype(np.float64))
+
     def _text_channels(self, text: str) -> dict[str, ChannelScores]:
         out: dict[str, ChannelScores] = {}
         vector = None
@@ -238,7 +245,7 @@ class Searcher:
             found = self.names.score(text, vector)
             out[NAMES] = self._channel(NAMES, found.scores, found.exact)
         if MEANING in self.channels:
-            out[MEANING] = self._channel(MEANING, self.meaning.text_scores(text), None)
+            out[MEANING] = self._read(self.meaning.text_candidates(text))
         return out
 
     def _formula_channels(self, mathml: str):
@@ -253,7 +260,7 @@ class Searcher:
         if STRUCTURE in self.channels:  # exact: the very formula, names included
             out[STRUCTURE] = self._channel(STRUCTURE, found.scores, found.named)
         if MEANING in self.channels:
-            out[MEANING] = self._channel(MEANING, self.meaning.formula_scores(mathml), None)
+            out[MEANING] = self._read(self.meaning.formula_candidates(mathml))
         return out, keys, found
 
     # -- one query -------------------------------------------------------------------------
