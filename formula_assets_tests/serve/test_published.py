@@ -124,6 +124,39 @@ def get(port: int, path: str) -> tuple[int, dict]:
     return response.status, json.loads(response.read())
 
 
+def test_a_lake_on_an_object_store_is_served_and_its_republication_seen(
+    s3: str, tmp_path: Path
+) -> None:
+    """The object store of docs/deployment.md: the tables are read from it, and a table
+    published again (a new object, a new ETag) changes the fingerprint the watcher follows."""
+    import fsspec
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from formula_assets.serve.content import Loaded
+
+    local = tmp_path / "lake"
+    local.mkdir()
+    write_search_lake(local, people_records(), default_embedder())
+    audit = tmp_path / "audit.parquet"
+    pq.write_table(pa.table({"qid": ["Q41591"], "finding": ["seen first"]}), str(audit))
+    store = fsspec.filesystem("s3", skip_instance_cache=True)
+    for table in local.glob("*.parquet"):
+        store.put(str(table), f"{s3}/lake/{table.name}")
+    store.put(str(audit), f"{s3}/lake/annotation_audit.parquet")
+    root = UPath(f"{s3}/lake")
+
+    content = Loaded.load(root, offline=True)
+    assert content.search("Ohm's law", "text", 3)["hits"][0]["qid"] == "Q41591"
+    assert content.disagreement() is None
+    before = fingerprint(root)
+    assert fingerprint(root) == before  # nothing published: the same token
+    pq.write_table(pa.table({"qid": ["Q41591"], "finding": ["seen again"]}), str(audit))
+    store.put(str(audit), f"{s3}/lake/annotation_audit.parquet")  # the same size, new content
+    assert store.size(f"{s3}/lake/annotation_audit.parquet") == audit.stat().st_size
+    assert fingerprint(root) != before
+
+
 @pytest.mark.slow
 def test_the_service_switches_under_load_without_a_failed_request(tmp_path: Path) -> None:
     """A new item published while 4 clients search: no request fails, a request labelled
