@@ -21,7 +21,7 @@ import time
 import urllib.parse
 from pathlib import Path
 
-from benchmarks.common import RESULTS, print_table, write_result
+from benchmarks.common import print_table, write_result
 from benchmarks.serve import CLI, free_port, wait_ready
 from formula_assets.core.settings import Settings
 
