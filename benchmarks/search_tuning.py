@@ -61,7 +61,7 @@ def main() -> int:
                 s = scored[STRUCTURE]
                 level = np.where(s.exact >= 1.0, 1.0, renamed * renamed_rows[query["id"]])
                 scored[STRUCTURE] = ChannelScores(s.rows, s.scores, level)
-            fused = fuse(scored, len(search.catalogue), weights)
+            fused = fuse(scored, weights)
             expected = {search.catalogue.row(e) for e in query["expected"]}
             rank = next((i for i, f in enumerate(fused, 1) if f.row in expected), None)
             reciprocal.setdefault(query["kind"], []).append(1.0 / rank if rank else 0.0)

@@ -65,7 +65,7 @@ def main() -> int:
             break
         search = by_fold[fold]
         channels, keys, found = search._formula_channels(catalogue.mathml[row])
-        fused = [f.row for f in fuse(channels, len(catalogue), search.fusion)]
+        fused = [f.row for f in fuse(channels, search.fusion)]
         own = Counter({(a.identifier, a.concept) for a in catalogue.annotations[row]})
         hidden = {name: use[name] - Counter({c: 1 for (i, c) in own if i == name}) for name in gold}
         left_out = {**use, **hidden}

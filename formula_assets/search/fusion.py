@@ -12,6 +12,7 @@ test part.
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -59,9 +60,9 @@ class FusionWeights:
 def top_rows(scores: np.ndarray, depth: int) -> np.ndarray:
     """The positions of the `depth` highest scores, best first (ties: lower position first):
     a partial sort, so a channel over many items costs little more than one pass."""
-    if len(scores) > depth:
-        cut = np.partition(-scores, depth - 1)[depth - 1]
-        candidates = np.flatnonzero(-scores <= cut)
+    if len(scores) > depth:  # the cut's ties all taken, so the order below decides them
+        best = np.argpartition(scores, len(scores) - depth)[len(scores) - depth :]
+        candidates = np.flatnonzero(scores >= scores[best].min())
     else:
         candidates = np.arange(len(scores))
     order = candidates[np.lexsort((candidates, -scores[candidates]))]
@@ -69,14 +70,15 @@ def top_rows(scores: np.ndarray, depth: int) -> np.ndarray:
 
 
 def fuse(
-    channels: Mapping[str, ChannelScores], size: int, weights: FusionWeights = FusionWeights()
+    channels: Mapping[str, ChannelScores], weights: FusionWeights = FusionWeights()
 ) -> list[Fused]:
     """Every item some channel ranks within its `depth`, best first: exact matches before the
     rest (the more exact bonus, the earlier), among them in the order of the channel that
     matched them exactly, then by the votes (ties: catalogue order)."""
-    votes = np.zeros(size)
-    bonuses = np.zeros(size)
-    exact_rank = np.full(size, np.inf)
+    # per row some channel ranks (a few hundred: no array of every item)
+    votes: dict[int, float] = defaultdict(float)
+    bonuses: dict[int, float] = defaultdict(float)
+    exact_rank: dict[int, float] = defaultdict(lambda: np.inf)
     found: dict[int, dict[str, ChannelRank]] = {}
     for name, channel in channels.items():
         if not len(channel.scores):
@@ -84,15 +86,15 @@ def fuse(
         order = top_rows(channel.scores, weights.depth)
         weight = weights.weights.get(name, 0.0)
         bonus = weights.exact.get(name, 0.0)
-        for rank, at in enumerate(order, start=1):
-            row = int(channel.rows[at])
-            exact = float(channel.exact[at]) if channel.exact is not None else 0.0
+        exacts = channel.exact[order].tolist() if channel.exact is not None else [0.0] * len(order)
+        listed = zip(
+            channel.rows[order].tolist(), channel.scores[order].tolist(), exacts, strict=True
+        )
+        for rank, (row, score, exact) in enumerate(listed, start=1):
             votes[row] += weight / (weights.k + rank)
             if bonus and exact:
                 bonuses[row] += bonus * exact
                 exact_rank[row] = min(exact_rank[row], rank)
-            found.setdefault(row, {})[name] = ChannelRank(
-                rank, float(channel.scores[at]), exact >= 1.0
-            )
+            found.setdefault(row, {})[name] = ChannelRank(rank, float(score), exact >= 1.0)
     rows = sorted(found, key=lambda r: (-bonuses[r], exact_rank[r], -votes[r], r))
     return [Fused(r, float(bonuses[r] + votes[r]), found[r]) for r in rows]

@@ -281,11 +281,11 @@ class Searcher:
         symbols: list[SymbolExplanation] = []
         if kind == TEXT:
             channels = self._text_channels(text)
-            fused = fuse(channels, len(self.catalogue), self.fusion)
+            fused = fuse(channels, self.fusion)
         else:
             mathml = latex_to_mathml(query) if kind == LATEX else query
             channels, keys, found = self._formula_channels(mathml)
-            fused = fuse(channels, len(self.catalogue), self.fusion)
+            fused = fuse(channels, self.fusion)
             symbols = self.explain(keys, found, [f.row for f in fused])
         hits = [self._hit(rank, f) for rank, f in enumerate(fused[:top], start=1)]
         return SearchResult(

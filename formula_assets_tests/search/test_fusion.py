@@ -18,7 +18,7 @@ def scores(rows, values, exact=None) -> ChannelScores:
 
 def test_each_item_sums_its_channels_weighted_reciprocal_ranks() -> None:
     fused = fuse(
-        {"a": scores([0, 1, 2], [0.9, 0.5, 0.1]), "b": scores([2, 1], [0.8, 0.7])}, 3, WEIGHTS
+        {"a": scores([0, 1, 2], [0.9, 0.5, 0.1]), "b": scores([2, 1], [0.8, 0.7])}, WEIGHTS
     )
     totals = {f.row: f.score for f in fused}
     assert totals[0] == pytest.approx(1 / 11)
@@ -30,7 +30,7 @@ def test_each_item_sums_its_channels_weighted_reciprocal_ranks() -> None:
 
 
 def test_only_a_channels_first_depth_items_vote() -> None:
-    fused = fuse({"a": scores([0, 1, 2, 3], [4, 3, 2, 1])}, 4, WEIGHTS)
+    fused = fuse({"a": scores([0, 1, 2, 3], [4, 3, 2, 1])}, WEIGHTS)
     assert [f.row for f in fused] == [0, 1, 2]  # row 3 is fourth: beyond the depth
 
 
@@ -40,7 +40,6 @@ def test_an_exact_match_comes_first_however_the_votes_fall() -> None:
             "a": scores([0, 1], [0.9, 0.2], exact=[0.0, 1.0]),
             "b": scores([0, 1], [0.9, 0.1], exact=[1.0, 0.0]),  # b's exact earns nothing
         },
-        2,
         WEIGHTS,
     )
     assert [f.row for f in fused] == [1, 0]
@@ -49,15 +48,15 @@ def test_an_exact_match_comes_first_however_the_votes_fall() -> None:
 
 
 def test_a_partial_exactness_earns_its_share_of_the_bonus() -> None:
-    fused = fuse({"a": scores([0, 1], [0.9, 0.2], exact=[0.0, 0.3])}, 2, WEIGHTS)
+    fused = fuse({"a": scores([0, 1], [0.9, 0.2], exact=[0.0, 0.3])}, WEIGHTS)
     assert fused[0].row == 1 and fused[0].score == pytest.approx(0.3 + 1 / 12)
     assert not fused[0].channels["a"].exact  # only a full match is called exact
 
 
 def test_ties_keep_catalogue_order_and_empty_channels_are_ignored() -> None:
-    fused = fuse({"a": scores([1, 0], [1.0, 1.0]), "b": scores([], [])}, 2, WEIGHTS)
+    fused = fuse({"a": scores([1, 0], [1.0, 1.0]), "b": scores([], [])}, WEIGHTS)
     assert [f.row for f in fused] == [1, 0]  # the channel's own order (stable)
-    assert fuse({}, 2, WEIGHTS) == []
+    assert fuse({}, WEIGHTS) == []
 
 
 def test_the_top_rows_are_a_stable_sorts_first_rows() -> None:
@@ -78,7 +77,6 @@ def test_exact_matches_keep_the_order_of_the_channel_that_matched_them() -> None
             "a": scores([0, 1, 2], [0.9, 0.8, 0.1], exact=[1.0, 1.0, 0.0]),
             "b": scores([1, 2, 0], [0.9, 0.8, 0.1]),  # b votes most for row 1
         },
-        3,
         WEIGHTS,
     )
     assert [f.row for f in fused] == [0, 1, 2]
