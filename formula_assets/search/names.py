@@ -149,6 +149,7 @@ class NameIndex:
     ) -> NameScores:
         """Every item's names score for a query (`vector`: its sentence vector, or None)."""
         words = terms(query)
+        # summed in place: over many items each array of every item costs its page faults
         total = np.zeros(len(self.qids))
         for weight, index, query_terms in (
             (weights.names, self.names, words),
@@ -156,18 +157,18 @@ class NameIndex:
             (weights.trigrams, self.trigrams, trigrams(words)),
         ):
             if weight:
-                total += weight * _scaled(index.scores(query_terms))
+                part = index.scores(query_terms)
+                best = part.max() if len(part) else 0.0
+                if best > 0:  # each index's best match scores `weight`
+                    part *= weight / best
+                    total += part
         if vector is not None and weights.dense and len(self.dense):
             unit = vector / max(float(np.linalg.norm(vector)), 1e-12)
-            total += weights.dense * np.clip(self.dense.dense(unit, fill=0.0), 0.0, None)
+            found = self.dense.search(unit)  # the rows it read; the others add nothing
+            total[found.rows] += weights.dense * np.clip(found.scores, 0.0, None)
         exact = np.zeros(len(self.qids), dtype=bool)
         exact[self._exact.get(tuple(words), [])] = True
         return NameScores(total, exact)
-
-
-def _scaled(scores: np.ndarray) -> np.ndarray:
-    best = scores.max() if len(scores) else 0.0
-    return scores / best if best > 0 else scores
 
 
 def name_table(formulae: pa.Table, embed: Callable[[list[str]], np.ndarray]) -> pa.Table:
