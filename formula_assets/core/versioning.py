@@ -40,6 +40,7 @@ UNVERSIONED: dict[str, str] = {
     "formula_assets.core.versioning": "how versions are computed",
     "formula_assets.cli": "entry points; no asset imports them",
     "formula_assets.deploy": "deployment examples; no asset imports them",
+    "formula_assets.serve": "the search service and its pages; no asset imports them",
 }
 UNVERSIONED_LEAF = "checks"  # every module of that name, in any package
 LEAF_REASON = (
