@@ -20,6 +20,7 @@ import numpy as np
 from rank_bm25 import BM25Okapi
 from scipy import sparse
 
+from formula_assets.core.postings import posting_sum
 from formula_assets.evaluation.ranking import SparseScorer
 
 _TOKEN = re.compile(r"\w+|[^\w\s]")
@@ -86,14 +87,8 @@ class Bm25Index:
     def scores(self, query: Sequence[str]) -> np.ndarray:
         """Every document's BM25 score for one query: its terms' posting lists added up (one
         query over many documents; `query_matrix` scores many at once)."""
-        weights = self.weights
-        out = np.zeros(self.size)
-        for term in query:
-            t = self.vocabulary.get(term)
-            if t is not None:
-                span = slice(weights.indptr[t], weights.indptr[t + 1])
-                out[weights.indices[span]] += weights.data[span]
-        return out
+        vocabulary = self.vocabulary
+        return posting_sum(self.weights, [vocabulary[t] for t in query if t in vocabulary])
 
 
 def bm25_scorer(queries: Sequence[str], documents: Sequence[str]) -> SparseScorer:

@@ -26,6 +26,7 @@ import numpy as np
 import pyarrow as pa
 from scipy import sparse
 
+from formula_assets.core.postings import posting_sum
 from formula_assets.syntax.canonical import TooDeep, canonical_of_opt, identifier
 from formula_assets.syntax.mathml import MathMLError, ParseOptions, parse_mathml
 from formula_assets.syntax.opt import unflatten
@@ -172,7 +173,8 @@ class StructureIndex:
         self.idf = np.log1p(n / np.maximum(documents, 1))
         weighted = matrix.multiply(self.idf[None, :]).tocsr()
         norms = np.sqrt(np.asarray(weighted.multiply(weighted).sum(axis=1)).ravel())
-        self.matrix = (sparse.diags(1.0 / np.maximum(norms, 1e-12)) @ weighted).tocsc()
+        unit = sparse.diags(1.0 / np.maximum(norms, 1e-12)) @ weighted
+        self.postings = unit.T.tocsr()  # feature → its formulae' unit TF-IDF weights
 
     def __len__(self) -> int:
         return len(self.qids)
@@ -189,8 +191,7 @@ class StructureIndex:
         idf = np.where(known, self.idf[at], np.log1p(len(self)))
         weights = counts * idf
         norm = np.sqrt(weights @ weights)
-        scores = self.matrix[:, at[known]] @ (weights[known] / norm)
-        return np.asarray(scores).ravel()
+        return posting_sum(self.postings, at[known], weights[known] / norm)
 
     def score(self, keys: StructureKeys) -> StructureScores:
         scores = self.similarity(keys)

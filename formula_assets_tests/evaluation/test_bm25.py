@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from formula_assets.evaluation.bm25 import (
+    Bm25Index,
     LuceneBM25,
     bm25_scorer,
     bm25_scores,
@@ -102,6 +103,17 @@ def test_no_overlap_means_ties_not_a_free_hit() -> None:
     assert np.all(scores == 0)
     ranks = gold_ranks(MatrixScorer(scores))
     assert ranks.recall_at(1).tolist() == [1 / 3] * 3  # not 1.0: the gold does not win ties
+
+
+def test_one_query_over_the_index_equals_the_scorer() -> None:
+    """`Bm25Index.scores` (the names channel's, one query at a time) against the chunked
+    scorer: repeated terms count again, unknown ones add nothing."""
+    query = "x a x unknown"
+    index = Bm25Index([tokenize(d) for d in DOCUMENTS])
+    expected = bm25_scores([query], DOCUMENTS)[0]
+    np.testing.assert_allclose(index.scores(tokenize(query)), expected)
+    assert expected[2] > 0  # "a" alone still scores the third document
+    assert not index.scores(["unknown"]).any()
 
 
 def test_vectorised_scores_equal_rank_bm25() -> None:
