@@ -22,13 +22,17 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from formula_assets.search.catalogue import Catalogue
+from formula_assets.search.structure import SAME_PATTERN, StructureScores
 
 ALIGNED, FOUND, CORPUS = "aligned", "found", "corpus"
 WEIGHTS: Mapping[str, float] = {ALIGNED: 0.5, FOUND: 0.3, CORPUS: 0.2}
 FOUND_DEPTH = 10
 ALIGNED_DEPTH = 25
 TOP = 3
+ALIGNED_FLOOR = 0.25  # the vote of an aligned item with other names and nothing else alike
 
 
 @dataclass(frozen=True)
@@ -48,6 +52,23 @@ class SymbolExplanation:
     identifier: str
     readings: tuple[Reading, ...]
     corpus_count: int  # items that annotate this identifier at all
+
+
+def aligned_items(
+    found: StructureScores, rows: np.ndarray, identifiers: Sequence[Sequence[str]]
+) -> list[tuple[int, Sequence[str], float]]:
+    """The items with the query's pattern (`found`: the structure channel's scores; `rows`:
+    each structure row's catalogue row, -1 for none; `identifiers`: each structure row's),
+    best first, each with its vote: an item with the query's very names votes most, then the
+    more alike the better."""
+    same = np.flatnonzero(found.exact)
+    same = same[np.argsort(-found.scores[same], kind="stable")]
+    weights = found.scores[same] - SAME_PATTERN + ALIGNED_FLOOR
+    return [
+        (int(rows[i]), identifiers[i], float(w))
+        for i, w in zip(same, weights, strict=True)
+        if rows[i] >= 0
+    ]
 
 
 def _shares(votes: Counter[str]) -> dict[str, float]:

@@ -27,7 +27,7 @@ from upath import UPath
 from formula_assets.core import lake
 from formula_assets.search.ann import Ranked
 from formula_assets.search.catalogue import WIKIDATA, Catalogue
-from formula_assets.search.explain import SymbolExplanation, explain_symbols
+from formula_assets.search.explain import SymbolExplanation, aligned_items, explain_symbols
 from formula_assets.search.fusion import (
     CHANNELS,
     MEANING,
@@ -42,7 +42,6 @@ from formula_assets.search.layout import HELD_OUT
 from formula_assets.search.meaning import MeaningSearcher, SearchError, latex_to_mathml
 from formula_assets.search.names import NameIndex
 from formula_assets.search.structure import (
-    SAME_PATTERN,
     StructureIndex,
     StructureScores,
     query_keys,
@@ -56,7 +55,6 @@ KINDS = (TEXT, LATEX, MATHML)
 CHANNELS_OF = {TEXT: (NAMES, MEANING), LATEX: (STRUCTURE, MEANING), MATHML: (STRUCTURE, MEANING)}
 # the longest query of each kind (the snapshot's longest formula: 7,546 characters of MathML)
 MAX_QUERY_CHARS = {TEXT: 1_000, LATEX: 4_000, MATHML: 100_000}
-ALIGNED_FLOOR = 0.25  # the vote of an aligned item with other names and nothing else alike
 MAX_TOP = 100
 
 __all__ = ["KINDS", "Hit", "SearchError", "SearchResult", "Searcher"]
@@ -307,16 +305,7 @@ class Searcher:
             self._use = self.catalogue.symbol_use()
             self._labels = self.catalogue.concept_labels()
         use = self._use if use is None else use
-        same = np.flatnonzero(found.exact)
-        same = same[np.argsort(-found.scores[same], kind="stable")]
-        rows = self._rows[STRUCTURE]
-        # an item with the query's very names votes most, then the more alike the better
-        weights = found.scores[same] - SAME_PATTERN + ALIGNED_FLOOR
-        aligned = [
-            (int(rows[i]), self.structure.identifiers[i], float(w))
-            for i, w in zip(same, weights, strict=True)
-            if rows[i] >= 0
-        ]
+        aligned = aligned_items(found, self._rows[STRUCTURE], self.structure.identifiers)
         return explain_symbols(
             keys.identifiers, aligned, fused_rows, self.catalogue, use, self._labels or {}, exclude
         )

@@ -685,11 +685,17 @@ def canonical_of_opt(root: OptNode) -> Canonical:
     return canonical(from_opt(root))
 
 
+def written_order(root: OptNode) -> Expr:
+    """An OPT's expression tree in the order it is written (flattened, not sorted): what
+    reads adjacency, such as the `d x` of a differential (`TooDeep` past `MAX_DEPTH`)."""
+    _check_depth(root)
+    return _flatten(from_opt(root))
+
+
 def identifier(root: OptNode) -> str | None:
     """The one identifier (or constant, or number) a symbol's OPT is, as formulae name it
     (`E_k`, `Δx`, `F→` for a bold or arrowed F); None for a symbol that is an expression."""
-    _check_depth(root)
-    tree = _flatten(from_opt(root))
+    tree = written_order(root)
     return tree.name if not tree.args and tree.name else None
 
 

@@ -1,0 +1,388 @@
+"""Leads for editors: what in an item's annotation to change, each with evidence they can check.
+
+An item's formula and its annotations are read on the canonical tree (the structure index's
+identifiers), and each identifier is explained as search explains a query's
+(`search.explain`), from the formulae of the same shape, the items the structure channel finds
+and the corpus — with the item's own annotations hidden. The kinds, most actionable first:
+
+* `unannotated_symbol`: a quantity of the formula no annotation covers, with the concept it
+  most likely denotes (placeholders — summation indices, integration variables, a
+  differential's `d`, a function's argument, `e` and `i` — only where formulae of the same
+  shape annotate them);
+* `swapped_symbols`: two annotated identifiers each read as the other's concept;
+* `doubted_concept`: an annotated concept formulae of the same shape do not give that symbol,
+  stronger where the held-out models also find the concept a poor fit;
+* `symbol_not_in_formula`: an annotated symbol that is none of the formula's identifiers (for
+  an item whose concepts repeat — several defining formulae, one stored — it may belong to
+  another formula, and says so);
+* `two_concepts_on_symbol`, `concept_on_two_symbols`: one symbol with two concepts, or one
+  concept on two symbols (often right: a vector and its magnitude; last).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from formula_assets.audit.quickstatements import concept_with_symbol
+from formula_assets.search.catalogue import Annotation, Catalogue
+from formula_assets.search.explain import (
+    ALIGNED,
+    Reading,
+    SymbolExplanation,
+    aligned_items,
+    explain_symbols,
+)
+from formula_assets.search.fusion import top_rows
+from formula_assets.search.structure import StructureIndex, query_keys
+from formula_assets.syntax.binding import placeholders
+from formula_assets.syntax.canonical import Expr, TooDeep, written_order
+from formula_assets.syntax.mathml import MathMLError, ParseOptions, parse_mathml
+
+UNANNOTATED = "unannotated_symbol"
+SWAPPED = "swapped_symbols"
+DOUBTED = "doubted_concept"
+NOT_IN_FORMULA = "symbol_not_in_formula"
+TWO_CONCEPTS = "two_concepts_on_symbol"
+TWO_SYMBOLS = "concept_on_two_symbols"
+KINDS = (UNANNOTATED, SWAPPED, DOUBTED, NOT_IN_FORMULA, TWO_CONCEPTS, TWO_SYMBOLS)
+# how much an editor can act on a lead of each kind, times its evidence's strength
+WEIGHT: Mapping[str, float] = {
+    UNANNOTATED: 1.0,
+    SWAPPED: 0.9,
+    DOUBTED: 0.7,
+    NOT_IN_FORMULA: 0.6,
+    TWO_CONCEPTS: 0.2,
+    TWO_SYMBOLS: 0.1,
+}
+NO_READING = 0.3  # an unannotated quantity without a suggestion still needs a concept
+ANOTHER_FORMULA = 0.2  # a symbol of an item with several formulae may be of the other one
+DOUBT_FLOOR = 0.4  # the reading that must beat the annotation for a doubt
+FOUND_DEPTH = 10
+TEMPLATE = "∅"  # a symbol of brackets only, `[ ]` or `( , )`: notation, not an identifier
+_LETTERS = str.maketrans({"ℏ": "ħ", "ϵ": "ε", "ϑ": "θ", "ϕ": "φ"})
+
+
+@dataclass(frozen=True)
+class Lead:
+    kind: str
+    text: str  # what to do, in one line
+    score: float  # the evidence's strength times how actionable the kind is
+    symbol: str | None = None
+    concept: str | None = None  # the annotated concept in question
+    suggestion: str | None = None  # the concept the evidence suggests
+    suggestion_label: str | None = None
+    items: tuple[str, ...] = ()  # the items whose annotations are the evidence
+    quickstatements: str | None = None  # the addition, for an editor who confirms it
+
+
+def _named(qid: str | None, label: str | None) -> str:
+    return f"{label or '(no label)'} ({qid})"
+
+
+class LeadFinder:
+    """The leads of every item of a catalogue, from its structure index."""
+
+    def __init__(
+        self, catalogue: Catalogue, structure: StructureIndex, options: ParseOptions
+    ) -> None:
+        self.catalogue = catalogue
+        self.structure = structure
+        self.options = options
+        self.rows = catalogue.rows(structure.qids)  # structure row → catalogue row
+        self._at = {q: i for i, q in enumerate(structure.qids)}
+        self.use = catalogue.symbol_use()
+        self.labels = catalogue.concept_labels()
+
+    def explain(
+        self, row: int
+    ) -> tuple[list[str], list[SymbolExplanation], set[str], set[str]] | None:
+        """The item's identifiers, their readings with its own annotations hidden, its
+        placeholders and every name written in it (operators and constants too); None for a
+        formula the structure index could not read."""
+        catalogue = self.catalogue
+        at = self._at.get(catalogue.qids[row])
+        mathml = catalogue.mathml[row]
+        if at is None or not mathml:
+            return None
+        try:
+            keys = query_keys(mathml, self.options)
+            tree = written_order(parse_mathml(mathml, self.options))
+        except (MathMLError, TooDeep):
+            return None
+        found = self.structure.score(keys)
+        aligned = aligned_items(found, self.rows, self.structure.identifiers)
+        order = top_rows(found.scores, FOUND_DEPTH + 1)
+        found_rows = [int(self.rows[i]) for i in order if self.rows[i] >= 0]
+        identifiers = list(keys.identifiers)
+        use = self._use_without(row, identifiers)
+        readings = explain_symbols(
+            identifiers, aligned, found_rows, catalogue, use, self.labels, exclude=row
+        )
+        written = _written_names(tree) | {_same_letter(t) for t in _tokens(mathml, self.options)}
+        return identifiers, readings, placeholders(tree), written
+
+    def _use_without(self, row: int, identifiers: Sequence[str]) -> dict[str, Counter[str]]:
+        own = {(a.identifier, a.concept) for a in self.catalogue.annotations[row]}
+        out = {}
+        for name in identifiers:
+            counts = Counter(self.use.get(name, Counter()))
+            for identifier, concept in own:
+                if identifier == name and counts[concept] > 0:
+                    counts[concept] -= 1
+            out[name] = +counts
+        return out
+
+    def leads(self, row: int, doubt: Mapping[str, float] | None = None) -> list[Lead]:
+        """The item's leads, strongest first (`doubt`: concept → how poorly the held-out
+        models find it fits the formula, 0 … 1, where scored)."""
+        explained = self.explain(row)
+        if explained is None:
+            return []
+        identifiers, readings, loose, written = explained
+        item = self.catalogue.qids[row]
+        annotations = self.catalogue.annotations[row]
+        several = _repeats(self.catalogue.concepts[row])
+        by_symbol: dict[str, set[str]] = {}
+        for a in annotations:
+            if a.identifier:
+                by_symbol.setdefault(a.identifier, set()).add(a.concept)
+        reading = {e.identifier: e for e in readings}
+        out: list[Lead] = []
+        for name in identifiers:
+            if name not in by_symbol:
+                lead = _unannotated(item, name, reading[name], name in loose)
+                if lead is not None:
+                    out.append(lead)
+        out += _swapped(by_symbol, reading, self.labels)
+        out += _doubted(by_symbol, reading, self.labels, doubt or {})
+        out += _not_in_formula(annotations, set(identifiers), written, several)
+        out += _shared(annotations, set(identifiers), self.labels)
+        return sorted(out, key=lambda lead: (-lead.score, KINDS.index(lead.kind)))
+
+
+def _repeats(concepts: Sequence[Mapping]) -> bool:
+    """Whether an item lists a concept twice: one of several defining formulae is stored,
+    with the concepts of all of them."""
+    seen = Counter((c.get("qid"), c.get("symbol_mathml")) for c in concepts)
+    return any(n > 1 for n in seen.values())
+
+
+def _aligned_share(explanation: Reading) -> float:
+    return explanation.evidence.get(ALIGNED, 0.0)
+
+
+def _unannotated(
+    item: str, name: str, explanation: SymbolExplanation, placeholder: bool
+) -> Lead | None:
+    best = explanation.readings[0] if explanation.readings else None
+    if placeholder and (best is None or _aligned_share(best) == 0.0):
+        return None  # an index, a bound variable, an argument, e or i: annotated nowhere alike
+    if best is None:
+        return Lead(
+            UNANNOTATED,
+            f"{name} has no concept; nothing in the corpus suggests one",
+            WEIGHT[UNANNOTATED] * NO_READING,
+            symbol=name,
+        )
+    sources = ", ".join(best.items[:3])
+    evidence = f" (as in {sources})" if sources else " (the corpus' use of the symbol)"
+    return Lead(
+        UNANNOTATED,
+        f"{name} has no concept; the corpus and similar formulae suggest "
+        f"{_named(best.concept, best.label)}, {best.score:.2f}{evidence}",
+        WEIGHT[UNANNOTATED] * max(best.score, NO_READING),
+        symbol=name,
+        suggestion=best.concept,
+        suggestion_label=best.label,
+        items=best.items,
+        quickstatements=concept_with_symbol(item, best.concept, name),
+    )
+
+
+def _top(explanation: SymbolExplanation | None) -> Reading | None:
+    return explanation.readings[0] if explanation and explanation.readings else None
+
+
+def _swapped(
+    by_symbol: Mapping[str, set[str]],
+    reading: Mapping[str, SymbolExplanation],
+    labels: Mapping[str, str],
+) -> list[Lead]:
+    out = []
+    names = sorted(by_symbol)
+    for i, a in enumerate(names):
+        for b in names[i + 1 :]:
+            ra, rb = _top(reading.get(a)), _top(reading.get(b))
+            if ra is None or rb is None or by_symbol[a] & by_symbol[b]:
+                continue
+            if (
+                ra.concept in by_symbol[b]
+                and rb.concept in by_symbol[a]
+                and (ra.concept not in by_symbol[a] and rb.concept not in by_symbol[b])
+            ):
+                out.append(
+                    Lead(
+                        SWAPPED,
+                        f"{a} and {b} look exchanged: {a} is annotated "
+                        f"{_named(rb.concept, labels.get(rb.concept))} and {b} "
+                        f"{_named(ra.concept, labels.get(ra.concept))}; similar formulae read "
+                        f"them the other way round (as in {', '.join((ra.items + rb.items)[:3])})",
+                        WEIGHT[SWAPPED] * min(ra.score, rb.score),
+                        symbol=a,
+                        concept=rb.concept,
+                        suggestion=ra.concept,
+                        suggestion_label=ra.label,
+                        items=tuple(dict.fromkeys(ra.items + rb.items)),
+                    )
+                )
+    return out
+
+
+def _doubted(
+    by_symbol: Mapping[str, set[str]],
+    reading: Mapping[str, SymbolExplanation],
+    labels: Mapping[str, str],
+    doubt: Mapping[str, float],
+) -> list[Lead]:
+    out = []
+    for name, concepts in sorted(by_symbol.items()):
+        explanation = reading.get(name)
+        best = _top(explanation)
+        if explanation is None or best is None or best.concept in concepts:
+            continue
+        if any(r.concept in concepts for r in explanation.readings):
+            continue  # the annotation is among the readings: not doubted
+        if _aligned_share(best) == 0.0 or best.score < DOUBT_FLOOR:
+            continue  # only formulae of the same shape are evidence enough
+        concept = sorted(concepts, key=lambda c: -doubt.get(c, 0.0))[0]
+        models = doubt.get(concept)
+        fit = f"; the held-out models rank it {models:.0%} down" if models is not None else ""
+        out.append(
+            Lead(
+                DOUBTED,
+                f"{name} is annotated {_named(concept, labels.get(concept))}, but formulae of "
+                f"the same shape annotate it {_named(best.concept, best.label)} (as in "
+                f"{', '.join(best.items[:3])}){fit}",
+                WEIGHT[DOUBTED] * best.score * (0.5 + 0.5 * (models or 0.0)),
+                symbol=name,
+                concept=concept,
+                suggestion=best.concept,
+                suggestion_label=best.label,
+                items=best.items,
+            )
+        )
+    return out
+
+
+def _written_names(tree: Expr) -> set[str]:
+    """Every name a formula writes: identifiers, constants, operators, functions."""
+    out = set()
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        if node.name:
+            out.add(_same_letter(node.name))
+        if node.head.startswith("rel:"):
+            out.add(node.head[4:])
+        stack.extend(node.args)
+    return out
+
+
+def _tokens(mathml: str, options: ParseOptions) -> set[str]:
+    """Every token of the formula's operator tree, as written (`×`, `∈`, `≡`, `cos`)."""
+    out = set()
+    stack = [parse_mathml(mathml, options)]
+    while stack:
+        node = stack.pop()
+        out.add(node.token)
+        stack.extend(node.children)
+    return out
+
+
+def _same_letter(name: str) -> str:
+    return name.translate(_LETTERS)
+
+
+def _base(name: str) -> str:
+    """A name without its subscript, primes, stars, arrows or a difference's Δ: `m_1` → `m`,
+    `F′` → `F`, `A→` → `A`, `ΔU` → `U`."""
+    base = _same_letter(name).split("_", 1)[0].rstrip("′'″*→^")
+    return base[1:] if len(base) > 1 and base[0] == "Δ" else base
+
+
+def _written(symbol: str, written: set[str]) -> bool:
+    """Whether a formula writes an annotated symbol: as it is, or as an indexed or primed
+    form of the same letter (`m` for `m_1` and `m_2`, `p_i` for `p_1`, `F` beside `F′`)."""
+    if _same_letter(symbol) in written:
+        return True
+    base = _base(symbol)
+    return any(_base(name) == base for name in written)
+
+
+def _not_in_formula(
+    annotations: Sequence[Annotation], identifiers: set[str], written: set[str], several: bool
+) -> list[Lead]:
+    out = []
+    for a in annotations:
+        if a.identifier in (None, TEMPLATE) or _written(a.identifier, identifiers | written):
+            continue
+        where = (
+            "; the item lists its concepts twice, so it may belong to another of its formulae"
+            if several
+            else ""
+        )
+        out.append(
+            Lead(
+                NOT_IN_FORMULA,
+                f"the symbol {a.identifier} of {_named(a.concept, a.label)} is not in the "
+                f"formula (its identifiers: {', '.join(sorted(identifiers))}){where}",
+                WEIGHT[NOT_IN_FORMULA] * (ANOTHER_FORMULA if several else 1.0),
+                symbol=a.identifier,
+                concept=a.concept,
+            )
+        )
+    return out
+
+
+def _shared(
+    annotations: Sequence[Annotation], identifiers: set[str], labels: Mapping[str, str]
+) -> list[Lead]:
+    symbols: dict[str, set[str]] = {}
+    concepts: dict[str, set[str]] = {}
+    for a in annotations:
+        if a.identifier in identifiers:
+            symbols.setdefault(a.concept, set()).add(a.identifier)
+            concepts.setdefault(a.identifier, set()).add(a.concept)
+    out = []
+    for name, on in sorted(concepts.items()):
+        if len(on) > 1:
+            listed = " and ".join(_named(c, labels.get(c)) for c in sorted(on))
+            out.append(
+                Lead(
+                    TWO_CONCEPTS,
+                    f"{name} carries two concepts, {listed}: keep the one the formula means",
+                    WEIGHT[TWO_CONCEPTS],
+                    symbol=name,
+                )
+            )
+    for concept, on in sorted(symbols.items()):
+        if len(on) > 1:
+            out.append(
+                Lead(
+                    TWO_SYMBOLS,
+                    f"{_named(concept, labels.get(concept))} is annotated on "
+                    f"{' and '.join(sorted(on))}: check both mean it",
+                    WEIGHT[TWO_SYMBOLS],
+                    concept=concept,
+                )
+            )
+    return out
+
+
+def priority(leads: Sequence[Lead]) -> float:
+    """An item's place in the editors' queue: its strongest lead's score."""
+    return float(np.max([lead.score for lead in leads])) if leads else 0.0

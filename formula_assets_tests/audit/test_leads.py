@@ -1,0 +1,124 @@
+"""Leads for editors, on a small corpus whose annotations are written out here."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pytest
+from latex2mathml.converter import convert
+
+from formula_assets.audit.leads import (
+    DOUBTED,
+    NOT_IN_FORMULA,
+    SWAPPED,
+    TWO_CONCEPTS,
+    UNANNOTATED,
+    LeadFinder,
+    priority,
+)
+from formula_assets.ingest.records import Concept, FormulaRecord, records_to_table
+from formula_assets.search.catalogue import Catalogue
+from formula_assets.search.structure import StructureIndex, structure_table
+from formula_assets.syntax.mathml import ParseOptions
+from formula_assets.syntax.opt import build_opt_graphs
+
+OPTIONS = ParseOptions()
+MASS, ACCEL, FORCE = ("Q11423", "mass"), ("Q11376", "acceleration"), ("Q11402", "force")
+TIME, SPEED, DIST = ("Q11471", "time"), ("Q3711325", "speed"), ("Q126017", "distance")
+# items and their annotations: (concept, symbol as TeX)
+ITEMS: dict[str, tuple[str, list[tuple[tuple[str, str], str]]]] = {
+    "Q1": ("F = m a", [(FORCE, "F"), (MASS, "m"), (ACCEL, "a")]),
+    "Q2": ("F = m a", [(FORCE, "F"), (MASS, "m"), (ACCEL, "a")]),
+    "Q3": ("G = n b", [(FORCE, "G"), (MASS, "n"), (ACCEL, "b")]),
+    "Q4": ("F = m a", [(FORCE, "F"), (MASS, "m")]),  # a lacks its concept
+    "Q5": ("F = m a", [(FORCE, "F"), (MASS, "a"), (ACCEL, "m")]),  # m and a exchanged
+    "Q6": ("F = m a", [(FORCE, "F"), (MASS, "m"), (TIME, "a")]),  # a: the wrong concept
+    "Q7": ("v = d / t", [(SPEED, "v"), (DIST, "d"), (TIME, "t"), (MASS, "M")]),  # M: not in it
+    "Q8": ("S = \\sum_{i=1}^{n} x_i", [(DIST, "S"), (DIST, "x_i"), (TIME, "n")]),
+    "Q9": ("v = d / t", [(SPEED, "v"), (DIST, "d"), (TIME, "t"), (SPEED, "t")]),
+    # one symbol for the indexed ones, a derivative's prime, a difference's Δ: all written
+    "Q10": ("F = m_1 m_2 + \\Delta U + E'", [(MASS, "m"), (FORCE, "F'"), (TIME, "U"), (DIST, "E")]),
+}
+
+
+def _records() -> pa.Table:
+    return records_to_table(
+        [
+            FormulaRecord(
+                qid=qid,
+                label=f"item {qid}",
+                description=None,
+                mathml=convert(tex),
+                concepts=[
+                    Concept(c, label, None, convert(symbol)) for (c, label), symbol in listed
+                ],
+            )
+            for qid, (tex, listed) in ITEMS.items()
+        ]
+    )
+
+
+@pytest.fixture(scope="module")
+def finder() -> LeadFinder:
+    formulae = _records()
+    pairs = zip(formulae["qid"].to_pylist(), formulae["mathml"].to_pylist(), strict=True)
+    graphs = build_opt_graphs(pairs, OPTIONS).graphs
+    table = structure_table(graphs, formulae, OPTIONS)
+    return LeadFinder(Catalogue.from_tables(formulae, table), StructureIndex(table), OPTIONS)
+
+
+def leads(finder: LeadFinder, qid: str, doubt=None):
+    row = finder.catalogue.row(qid)
+    assert row is not None
+    return finder.leads(row, doubt)
+
+
+def test_a_complete_annotation_has_no_lead(finder: LeadFinder) -> None:
+    assert leads(finder, "Q1") == []
+
+
+def test_an_unannotated_quantity_gets_the_concept_formulae_alike_give_it(finder) -> None:
+    [lead] = leads(finder, "Q4")
+    assert (lead.kind, lead.symbol, lead.suggestion) == (UNANNOTATED, "a", ACCEL[0])
+    assert set(lead.items) >= {"Q1", "Q2"} and "Q4" not in lead.items
+    assert lead.text.startswith("a has no concept; the corpus and similar formulae suggest ")
+    assert "acceleration (Q11376)" in lead.text
+    assert lead.quickstatements == 'Q4\tP527\tQ11376\tP7235\t"a"'
+
+
+def test_exchanged_symbols_are_one_lead_first(finder: LeadFinder) -> None:
+    found = leads(finder, "Q5")
+    assert found[0].kind == SWAPPED and found[0].symbol == "a"
+    assert {found[0].concept, found[0].suggestion} == {MASS[0], ACCEL[0]}
+    assert "look exchanged" in found[0].text
+
+
+def test_a_concept_formulae_alike_do_not_give_the_symbol_is_doubted(finder) -> None:
+    [lead] = [lead for lead in leads(finder, "Q6") if lead.kind == DOUBTED]
+    assert (lead.symbol, lead.concept, lead.suggestion) == ("a", TIME[0], ACCEL[0])
+    stronger = next(x for x in leads(finder, "Q6", {TIME[0]: 0.9}) if x.kind == DOUBTED)
+    assert stronger.score > lead.score and "90% down" in stronger.text
+
+
+def test_a_symbol_the_formula_does_not_write(finder: LeadFinder) -> None:
+    found = [lead for lead in leads(finder, "Q7") if lead.kind == NOT_IN_FORMULA]
+    assert [(lead.symbol, lead.concept) for lead in found] == [("M", MASS[0])]
+
+
+def test_an_indexed_primed_or_differenced_form_writes_the_symbol(finder) -> None:
+    assert [lead for lead in leads(finder, "Q10") if lead.kind == NOT_IN_FORMULA] == []
+
+
+def test_placeholders_are_not_leads_but_their_quantities_are(finder: LeadFinder) -> None:
+    # i is the summation index: no lead; every other identifier is annotated
+    assert [lead.symbol for lead in leads(finder, "Q8") if lead.kind == UNANNOTATED] == []
+
+
+def test_two_concepts_on_one_symbol(finder: LeadFinder) -> None:
+    found = [lead for lead in leads(finder, "Q9") if lead.kind == TWO_CONCEPTS]
+    assert [lead.symbol for lead in found] == ["t"]
+
+
+def test_the_queue_puts_the_strongest_lead_first(finder: LeadFinder) -> None:
+    assert priority([]) == 0.0
+    found = leads(finder, "Q5")
+    assert priority(found) == found[0].score == max(lead.score for lead in found)

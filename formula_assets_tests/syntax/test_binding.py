@@ -1,0 +1,38 @@
+import pytest
+
+from formula_assets.search.meaning import latex_to_mathml
+from formula_assets.syntax.binding import BOUND, CONSTANT, DIFFERENTIAL, placeholders, roles
+from formula_assets.syntax.canonical import written_order
+from formula_assets.syntax.mathml import ParseOptions, parse_mathml
+
+
+def tree(latex: str):
+    return written_order(parse_mathml(latex_to_mathml(latex), ParseOptions()))
+
+
+@pytest.mark.parametrize(
+    ("latex", "expected"),
+    [
+        (r"E = m c^2", set()),
+        (r"S = \sum_{i=1}^{n} x_i", {"i"}),  # a summation index; n and x_i are quantities
+        (r"\sum_i p_i = 1", {"i"}),
+        (r"F(x) = \int_a^b f(t)\, dt", {"d", "t", "x"}),  # x only an argument
+        (r"\frac{dy}{dx} = k y", {"d"}),
+        (r"L = \lim_{h \to 0} \frac{f(x+h)-f(x)}{h}", {"h"}),
+        (r"e^{i \pi} + 1 = 0", {"e", "i"}),
+        (r"m = \rho V", set()),
+    ],
+)
+def test_placeholders(latex: str, expected: set[str]) -> None:
+    assert placeholders(tree(latex)) == expected
+
+
+def test_roles_name_why() -> None:
+    found = roles(tree(r"F(x) = \int_a^b f(t)\, dt"))
+    assert BOUND in found["t"] and DIFFERENTIAL in found["d"]
+    assert roles(tree(r"e^{i \pi} + 1 = 0"))["e"] == {CONSTANT}
+
+
+def test_an_index_used_as_a_quantity_elsewhere_is_still_bound_by_its_operator() -> None:
+    # the sorted product would put d beside ρ; the written order keeps d beside V
+    assert placeholders(tree(r"\int \rho \, dV = M")) == {"d", "V"}
