@@ -5,11 +5,21 @@ from __future__ import annotations
 
 from collections import Counter
 
+import numpy as np
 import pyarrow as pa
 import pytest
 
 from formula_assets.search.catalogue import Catalogue
-from formula_assets.search.explain import ALIGNED, CORPUS, FOUND, WEIGHTS, explain_symbols
+from formula_assets.search.explain import (
+    ALIGNED,
+    ALIGNED_FLOOR,
+    CORPUS,
+    FOUND,
+    WEIGHTS,
+    aligned_items,
+    explain_symbols,
+)
+from formula_assets.search.structure import SAME_PATTERN, StructureScores
 
 
 def catalogue(annotations: dict[str, list[tuple[str, str, str]]]) -> Catalogue:
@@ -83,3 +93,48 @@ def test_an_item_left_out_is_neither_aligned_nor_found() -> None:
 def test_an_identifier_nobody_annotates_has_no_reading() -> None:
     (z,) = explain_symbols(["z"], [], [0, 1], ITEMS, ITEMS.symbol_use(), LABELS)
     assert z.readings == () and z.corpus_count == 0
+
+
+def test_the_evidence_weighs_half_aligned_three_tenths_found_a_fifth_corpus() -> None:
+    use = ITEMS.symbol_use()
+    (w,) = explain_symbols(["w"], [(0, ["a"], 1.0)], [], ITEMS, use, LABELS)
+    assert w.readings[0].score == approx(0.5)  # aligned alone: Q1's a is acceleration
+    (a,) = explain_symbols(["a"], [], [2, 0], ITEMS, use, LABELS)
+    assert a.readings[0].score == approx(0.3 * 2 / 3 + 0.2 * 2 / 3)
+
+
+def _uniform(n: int) -> Catalogue:
+    """n items annotating z as QA, then one annotating it as QB."""
+    listed = {f"Q{i}": [("QA", "a", "z")] for i in range(n)}
+    return catalogue({**listed, "QLAST": [("QB", "b", "z")]})
+
+
+def test_only_the_first_25_aligned_items_vote() -> None:
+    items = _uniform(25)
+    aligned = [(row, ["z"], 1.0) for row in range(26)]
+    (z,) = explain_symbols(["z"], aligned, [], items, {}, {})
+    assert [r.concept for r in z.readings] == ["QA"]
+    (z,) = explain_symbols(["z"], aligned[1:], [], items, {}, {})
+    assert [r.concept for r in z.readings] == ["QA", "QB"]
+
+
+def test_only_the_first_ten_found_items_vote() -> None:
+    items = _uniform(10)
+    (z,) = explain_symbols(["z"], [], list(range(11)), items, {}, {})
+    assert [r.concept for r in z.readings] == ["QA"]
+    (z,) = explain_symbols(["z"], [], list(range(1, 11)), items, {}, {})
+    assert [r.concept for r in z.readings] == ["QA", "QB"]
+
+
+def test_aligned_items_are_the_same_pattern_best_first_with_their_votes() -> None:
+    found = StructureScores(
+        scores=np.array([SAME_PATTERN + 0.5, 0.9, SAME_PATTERN + 1.0, SAME_PATTERN]),
+        exact=np.array([True, False, True, True]),
+        named=np.zeros(4, dtype=bool),
+    )
+    rows = np.array([7, 8, 9, -1])  # the last is in no catalogue row
+    names = [["a"], ["b"], ["c"], ["d"]]
+    assert aligned_items(found, rows, names) == [
+        (9, ["c"], pytest.approx(1.0 + ALIGNED_FLOOR)),
+        (7, ["a"], pytest.approx(0.5 + ALIGNED_FLOOR)),
+    ]
