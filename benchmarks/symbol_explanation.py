@@ -66,8 +66,7 @@ def main() -> int:
         search = by_fold[fold]
         channels, keys, found = search._formula_channels(catalogue.mathml[row])
         fused = [f.row for f in fuse(channels, search.fusion)]
-        own = Counter({(a.identifier, a.concept) for a in catalogue.annotations[row]})
-        hidden = {name: use[name] - Counter({c: 1 for (i, c) in own if i == name}) for name in gold}
+        hidden = catalogue.use_without(use, row, gold)
         left_out = {**use, **hidden}
         explained = {
             e.identifier: [r.concept for r in e.readings]

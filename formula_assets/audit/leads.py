@@ -25,8 +25,6 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-import numpy as np
-
 from formula_assets.audit.quickstatements import concept_with_symbol
 from formula_assets.search.catalogue import Annotation, Catalogue
 from formula_assets.search.explain import (
@@ -118,23 +116,12 @@ class LeadFinder:
         order = top_rows(found.scores, FOUND_DEPTH + 1)
         found_rows = [int(self.rows[i]) for i in order if self.rows[i] >= 0]
         identifiers = list(keys.identifiers)
-        use = self._use_without(row, identifiers)
+        use = catalogue.use_without(self.use, row, identifiers)
         readings = explain_symbols(
             identifiers, aligned, found_rows, catalogue, use, self.labels, exclude=row
         )
         written = _written_names(tree) | {_same_letter(t) for t in _tokens(mathml, self.options)}
         return identifiers, readings, placeholders(tree), written
-
-    def _use_without(self, row: int, identifiers: Sequence[str]) -> dict[str, Counter[str]]:
-        own = {(a.identifier, a.concept) for a in self.catalogue.annotations[row]}
-        out = {}
-        for name in identifiers:
-            counts = Counter(self.use.get(name, Counter()))
-            for identifier, concept in own:
-                if identifier == name and counts[concept] > 0:
-                    counts[concept] -= 1
-            out[name] = +counts
-        return out
 
     def leads(self, row: int, doubt: Mapping[str, float] | None = None) -> list[Lead]:
         """The item's leads, strongest first (`doubt`: concept → how poorly the held-out
@@ -199,8 +186,17 @@ def _unannotated(
         suggestion=best.concept,
         suggestion_label=best.label,
         items=best.items,
-        quickstatements=concept_with_symbol(item, best.concept, name),
+        quickstatements=_addition(item, best.concept, name),
     )
+
+
+def _addition(item: str, concept: str, name: str) -> str | None:
+    """The QuickStatements line, or None where none can be written (a symbol with a double
+    quote, a concept that is not a Wikidata item): the lead stands without it."""
+    try:
+        return concept_with_symbol(item, concept, name)
+    except ValueError:
+        return None
 
 
 def _top(explanation: SymbolExplanation | None) -> Reading | None:
@@ -385,4 +381,4 @@ def _shared(
 
 def priority(leads: Sequence[Lead]) -> float:
     """An item's place in the editors' queue: its strongest lead's score."""
-    return float(np.max([lead.score for lead in leads])) if leads else 0.0
+    return max((lead.score for lead in leads), default=0.0)

@@ -7,6 +7,7 @@ and the annotations of `structure_index` (each concept with the identifier its s
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -87,6 +88,17 @@ class Catalogue:
             for pair in {(a.identifier, a.concept) for a in listed if a.identifier}:
                 use[pair[0]][pair[1]] += 1
         return use
+
+    def use_without(
+        self, use: Mapping[str, Counter[str]], row: int, identifiers: Iterable[str]
+    ) -> dict[str, Counter[str]]:
+        """`use` (`symbol_use`) for `identifiers` with the item at `row` left out: its own
+        annotations hidden, as leaving one out needs, without counting the corpus again."""
+        own = {(a.identifier, a.concept) for a in self.annotations[row]}
+        return {
+            name: use.get(name, Counter()) - Counter({c: 1 for i, c in own if i == name})
+            for name in identifiers
+        }
 
     def concept_labels(self) -> dict[str, str]:
         labels: dict[str, str] = {}

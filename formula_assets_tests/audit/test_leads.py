@@ -13,6 +13,7 @@ from formula_assets.audit.leads import (
     TWO_CONCEPTS,
     UNANNOTATED,
     LeadFinder,
+    _addition,
     priority,
 )
 from formula_assets.ingest.records import Concept, FormulaRecord, records_to_table
@@ -122,3 +123,8 @@ def test_the_queue_puts_the_strongest_lead_first(finder: LeadFinder) -> None:
     assert priority([]) == 0.0
     found = leads(finder, "Q5")
     assert priority(found) == found[0].score == max(lead.score for lead in found)
+
+
+def test_a_symbol_no_quickstatements_string_can_hold_still_leads_without_one() -> None:
+    assert _addition("Q4", "Q11376", 'a"') is None
+    assert _addition("Q4", "Q11376", "a") == 'Q4\tP527\tQ11376\tP7235\t"a"'

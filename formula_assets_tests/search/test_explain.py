@@ -84,6 +84,17 @@ def test_found_items_and_the_corpus_read_an_identifier_by_its_name() -> None:
     assert a.corpus_count == 3
 
 
+def test_the_corpus_without_an_item_hides_its_own_annotations_only() -> None:
+    use = ITEMS.symbol_use()
+    hidden = ITEMS.use_without(use, 0, ["a", "m", "z"])
+    assert hidden == {
+        "a": Counter({"Q35120": 2}),  # Q1's acceleration gone, the areas stay
+        "m": Counter({"Q11423": 1}),  # Q3's mass stays
+        "z": Counter(),
+    }
+    assert hidden == {n: ITEMS.symbol_use(exclude=0)[n] for n in ("a", "m", "z")}
+
+
 def test_an_item_left_out_is_neither_aligned_nor_found() -> None:
     use = ITEMS.symbol_use(exclude=0)
     (a,) = explain_symbols(["a"], [(0, ["a"], 1.0)], [0, 3], ITEMS, use, LABELS, exclude=0)
