@@ -29,6 +29,7 @@ from formula_assets.audit.quickstatements import concept_with_symbol
 from formula_assets.search.catalogue import Annotation, Catalogue
 from formula_assets.search.explain import (
     ALIGNED,
+    CORPUS,
     Reading,
     SymbolExplanation,
     aligned_items,
@@ -56,11 +57,19 @@ WEIGHT: Mapping[str, float] = {
     TWO_CONCEPTS: 0.2,
     TWO_SYMBOLS: 0.1,
 }
+PLACEHOLDER = 0.5  # an index or bound variable that formulae of the same shape annotate
+CORPUS_VOTES = 2  # the corpus' items counted as a reading's support, at most
 NO_READING = 0.3  # an unannotated quantity without a suggestion still needs a concept
 ANOTHER_FORMULA = 0.2  # a symbol of an item with several formulae may be of the other one
 DOUBT_FLOOR = 0.4  # the reading that must beat the annotation for a doubt
 FOUND_DEPTH = 10
 TEMPLATE = "∅"  # a symbol of brackets only, `[ ]` or `( , )`: notation, not an identifier
+# the signs an editor annotates for a layout the tree names: a root, a fraction
+_LAYOUT_SIGNS: Mapping[str, tuple[str, ...]] = {
+    "sqrt": ("√",),
+    "root": ("√", "∛", "∜"),
+    "frac": ("/", "÷", "―"),
+}
 _LETTERS = str.maketrans({"ℏ": "ħ", "ϵ": "ε", "ϑ": "θ", "ϕ": "φ"})
 
 
@@ -177,17 +186,26 @@ def _unannotated(
         )
     sources = ", ".join(best.items[:3])
     evidence = f" (as in {sources})" if sources else " (the corpus' use of the symbol)"
+    strength = max(best.score, NO_READING) * support(best, explanation.corpus_count)
     return Lead(
         UNANNOTATED,
         f"{name} has no concept; the corpus and similar formulae suggest "
         f"{_named(best.concept, best.label)}, {best.score:.2f}{evidence}",
-        WEIGHT[UNANNOTATED] * max(best.score, NO_READING),
+        WEIGHT[UNANNOTATED] * strength * (PLACEHOLDER if placeholder else 1.0),
         symbol=name,
         suggestion=best.concept,
         suggestion_label=best.label,
         items=best.items,
         quickstatements=_addition(item, best.concept, name),
     )
+
+
+def support(reading: Reading, corpus_count: int) -> float:
+    """How much to trust a reading by how many items say so: the items that are its evidence,
+    and up to `CORPUS_VOTES` of the corpus' items that annotate the symbol so; one item alone
+    is half as sure as many."""
+    corpus = min(CORPUS_VOTES, round(reading.evidence.get(CORPUS, 0.0) * corpus_count))
+    return 1.0 - 0.5 ** max(1, len(reading.items) + corpus)
 
 
 def _addition(item: str, concept: str, name: str) -> str | None:
@@ -295,6 +313,7 @@ def _tokens(mathml: str, options: ParseOptions) -> set[str]:
     while stack:
         node = stack.pop()
         out.add(node.token)
+        out.update(_LAYOUT_SIGNS.get(node.token, ()))
         stack.extend(node.children)
     return out
 

@@ -18,6 +18,7 @@ from formula_assets.audit.concepts import (
     unannotated_symbols,
     vocabulary,
 )
+from formula_assets.audit.leads import Lead, LeadFinder, priority
 from formula_assets.audit.scores import ensemble_pair_scorers, pair_scores
 from formula_assets.core.checks import Outcome
 from formula_assets.core.threads import one_thread
@@ -47,11 +48,27 @@ FIT = pa.struct(
         ("percentile", pa.float64()),  # among the vocabulary for this formula: 0 best, 1 worst
     ]
 )
+LEAD = pa.struct(
+    [
+        ("kind", pa.string()),  # audit.leads.KINDS
+        ("text", pa.string()),  # what to do, in one line
+        ("score", pa.float64()),
+        ("symbol", pa.string()),
+        ("concept", pa.string()),  # the annotated concept in question
+        ("suggestion", pa.string()),  # the concept the evidence suggests
+        ("suggestion_label", pa.string()),
+        ("items", pa.list_(pa.string())),  # the items whose annotations are the evidence
+        ("quickstatements", pa.string()),  # the addition an editor may confirm
+    ]
+)
 AUDIT_SCHEMA = pa.schema(
     [
         ("qid", pa.string()),
         ("label", pa.string()),
         ("url", pa.string()),
+        ("priority", pa.float64()),  # the strongest lead's score; 0: no lead
+        ("kind", pa.string()),  # the strongest lead's kind
+        ("leads", pa.list_(LEAD)),  # strongest first
         ("fold", pa.int8()),
         ("scored", pa.bool_()),
         ("remark", pa.string()),  # why an item is not scored, or what it lacks (no concepts)
@@ -80,10 +97,12 @@ def build_audit(
     models: Mapping[tuple[int, str], LoadedModel],
     texts: TextVectors,
     aggregation: str,
+    finder: LeadFinder | None = None,
 ) -> pa.Table:
     """The audit of every item of `formulae` (`wikidata_formulae` rows): scored by its fold's
-    models (`folds`: `cv_folds`), or a row saying why it is not. Scored on one thread: its
-    margins are stored floats (`core.threads`)."""
+    models (`folds`: `cv_folds`), or a row saying why it is not, with the leads `finder`
+    reads in its annotation; items with leads first, strongest first, then by suspicion.
+    Scored on one thread: its margins are stored floats (`core.threads`)."""
     concepts = vocabulary(formulae)
     by_qid = {row["qid"]: row for row in formulae}
     scored: dict[str, dict[str, Any]] = {}
@@ -113,8 +132,8 @@ def build_audit(
             else:
                 reason = f"not held out in the search index of its fold {fold}"
             entry = {"scored": False, "remark": reason}
-        out.append(_row(qid, row, fold, entry, labels))
-    out.sort(key=lambda r: (r["suspicion"] is None, -(r["suspicion"] or 0.0), r["qid"]))
+        out.append(_row(qid, row, fold, entry, labels, _leads_of(finder, qid, entry)))
+    out.sort(key=order)
     return pa.Table.from_pylist(out, schema=AUDIT_SCHEMA)
 
 
@@ -170,12 +189,28 @@ def _audit_fold(
     return out
 
 
+def order(row: Mapping[str, Any]) -> tuple:
+    """The editors' queue: the strongest lead first, then the items the held-out models
+    doubt most, then the rest."""
+    return (-row["priority"], row["suspicion"] is None, -(row["suspicion"] or 0.0), row["qid"])
+
+
+def _leads_of(finder: LeadFinder | None, qid: str, entry: Mapping[str, Any]) -> list[Lead]:
+    """The item's leads, its concepts' percentiles under the held-out models as the doubt."""
+    at = finder.catalogue.row(qid) if finder is not None else None
+    if finder is None or at is None:
+        return []
+    doubt = {f["qid"]: f["percentile"] for f in entry.get("concept_fit") or []}
+    return finder.leads(at, doubt)
+
+
 def _row(
     qid: str,
     item: Mapping[str, Any],
     fold: int | None,
     entry: Mapping[str, Any],
     labels: Mapping[str, str | None],
+    leads: Sequence[Lead] = (),
 ) -> dict[str, Any]:
     suggestions: list[Suggestion] = entry.get("missing_concepts") or []
     row = {
@@ -184,6 +219,9 @@ def _row(
         "qid": qid,
         "label": item.get("label"),
         "url": WIKIDATA + qid,
+        "priority": priority(leads),
+        "kind": leads[0].kind if leads else None,
+        "leads": [{**lead.__dict__, "items": list(lead.items)} for lead in leads],
         "fold": fold,
         "num_concepts": len(item.get("concepts") or []),
         "unannotated_symbols": unannotated_symbols(item),
@@ -200,8 +238,17 @@ def _named(qid: str, labels: Mapping[str, str | None]) -> str:
     return f"{labels.get(qid) or '(no label)'} ({qid})"
 
 
+SHOWN_LEADS = 2  # the leads a finding spells out; the rest are counted
+
+
 def finding(row: Mapping[str, Any], labels: Mapping[str, str | None]) -> str:
-    """What looks wrong, in words, for an editor."""
+    """What to do, in words, for an editor: the strongest leads, else what the held-out
+    models doubt."""
+    leads = row.get("leads") or []
+    if leads:
+        text = "; ".join(lead["text"] for lead in leads[:SHOWN_LEADS])
+        more = len(leads) - SHOWN_LEADS
+        return text + (f" (and {more} more lead{'s' if more > 1 else ''})" if more > 0 else "")
     if not row["scored"]:
         return f"not audited: {row['remark']}"
     parts = []
@@ -234,26 +281,87 @@ def suggested(row: Mapping[str, Any], top: int) -> str:
 
 
 def top_rows(audit: pa.Table, top: int) -> list[dict[str, Any]]:
-    """The `top` most suspicious rows (the table is stored most suspicious first)."""
-    return [r for r in audit.to_pylist() if r["suspicion"] is not None][:top]
+    """The first `top` rows of the queue with something to show (a lead or a suspicion; the
+    table is stored in queue order)."""
+    rows = (r for r in audit.to_pylist() if r.get("leads") or r["suspicion"] is not None)
+    return [r for _, r in zip(range(top), rows, strict=False)]
+
+
+def review_queue(audit: pa.Table) -> list[dict[str, Any]]:
+    """The editors' review queue: one finding per lead, in queue order, then one for each
+    item only the held-out models doubt (a table written before leads: one per scored row)."""
+    out = []
+    for r in audit.to_pylist():
+        item = {"qid": r["qid"], "label": r.get("label"), "suspicion": r.get("suspicion")}
+        leads = r.get("leads") or []
+        for lead in leads:
+            out.append(
+                {
+                    **item,
+                    "kind": lead["kind"],
+                    "finding": lead["text"],
+                    "score": lead["score"],
+                    "symbol": lead["symbol"],
+                    "concept": lead["concept"],
+                    "suggestion": lead["suggestion"],
+                    "evidence": lead["items"] or [],
+                    "quickstatements": [lead["quickstatements"]] if lead["quickstatements"] else [],
+                }
+            )
+        if not leads and r.get("scored") and r.get("suspicion") is not None:
+            out.append(
+                {
+                    **item,
+                    "kind": None,
+                    "finding": r.get("finding"),
+                    "score": None,
+                    "symbol": None,
+                    "concept": None,
+                    "suggestion": None,
+                    "evidence": r.get("preferred_annotations") or [],
+                    "quickstatements": [],
+                }
+            )
+    return out
 
 
 TSV_COLUMNS = (
-    "item", "label", "url", "what looks wrong", "suggested concepts",
-    "suspicion", "rank formula→annotation", "rank annotation→formula",
+    "item", "label", "url", "kind", "what to do", "suggested concept", "QuickStatements",
+    "score", "suspicion", "rank formula→annotation", "rank annotation→formula",
 )  # fmt: skip
 
 
 def tsv_rows(audit: pa.Table, top: int) -> list[list[str]]:
-    """The editors' list: one line per item of the `top` most suspicious."""
-    return [_tsv_row(r) for r in top_rows(audit, top)]
+    """The editors' list: one line per lead of the first `top` items of the queue (one line
+    for an item only the models doubt). QuickStatements in its one-line form: `|` between
+    fields, `||` between commands."""
+    return [line for r in top_rows(audit, top) for line in _tsv_lines(r)]
 
 
-def _tsv_row(r: Mapping[str, Any]) -> list[str]:
+def _number(value: float | None, digits: int) -> str:
+    return "" if value is None else f"{value:.{digits}f}"
+
+
+def _tsv_lines(r: Mapping[str, Any]) -> list[list[str]]:
+    item = [r["qid"], r["label"] or "", r["url"]]
+    model = [_number(r["suspicion"], 4), str(r[RANKS[0]] or ""), str(r[RANKS[1]] or "")]
+    leads = r.get("leads") or []
+    if not leads:
+        return [[*item, "", r["finding"], suggested(r, 5), "", "", *model]]
     return [
-        r["qid"], r["label"] or "", r["url"], r["finding"], suggested(r, 5),
-        f"{r['suspicion']:.4f}", str(r[RANKS[0]]), str(r[RANKS[1]]),
-    ]  # fmt: skip
+        [
+            *item,
+            lead["kind"],
+            lead["text"],
+            f"{lead['suggestion_label'] or ''} ({lead['suggestion']})"
+            if lead["suggestion"]
+            else "",
+            (lead["quickstatements"] or "").replace("\t", "|"),
+            f"{lead['score']:.3f}",
+            *model,
+        ]
+        for lead in leads
+    ]
 
 
 # -- checks -------------------------------------------------------------------------------

@@ -1,5 +1,6 @@
-"""`formula-assets audit`: the most suspicious formula annotations, printed or as TSV for
-editors. It reads the `annotation_audit` table; nothing is written to Wikidata."""
+"""`formula-assets audit`: the head of the editors' queue of formula annotations to check,
+printed, or as TSV with a line per lead and its QuickStatements. It reads the
+`annotation_audit` table; nothing is written to Wikidata."""
 
 from __future__ import annotations
 
@@ -31,8 +32,8 @@ def read_audit(root: UPath) -> pa.Table:
 
 
 def run_audit(args: argparse.Namespace) -> int:
-    """Print the `--top` most suspicious items (and write them to `--tsv`); 2 when the audit
-    is not there to read or the file cannot be written."""
+    """Print the first `--top` items of the editors' queue (and write them to `--tsv`); 2 when
+    the audit is not there to read or the file cannot be written."""
     if args.top < 1:
         print("audit: --top must be at least 1", file=sys.stderr)
         return 2
@@ -44,23 +45,24 @@ def run_audit(args: argparse.Namespace) -> int:
     rows = top_rows(audit, args.top)
     unscored = audit.num_rows - sum(audit.column("scored").to_pylist())
     print(
-        f"the {len(rows)} most suspicious of {audit.num_rows} formula items"
-        + (f" ({unscored} not scored)" if unscored else "")
+        f"the first {len(rows)} of {audit.num_rows} formula items in the editors' queue"
+        + (f" ({unscored} not scored by the models)" if unscored else "")
     )
     for n, row in enumerate(rows, 1):
-        print(
-            f"{n:>3}. {row['suspicion']:6.3f}  {row['qid']:<11} {row['label'] or '(no label)'}"
-            f"  {row['url']}"
-        )
-        print(f"{'':13}{row['finding']}")
+        leads = row.get("leads") or []
+        # an item with leads by its strongest lead's score, else by the models' suspicion
+        score = f"{row['priority']:.3f}" if leads else f"({row['suspicion']:.3f})"
+        print(f"{n:>3}. {score:>7}  {row['qid']:<11} {row['label'] or '(no label)'}  {row['url']}")
+        print(f"{'':14}{row['kind'] or 'model doubt'}: {row['finding']}")
     if args.tsv is not None:
         try:
             with Path(args.tsv).open("w", encoding="utf-8", newline="") as handle:
                 writer = csv.writer(handle, delimiter="\t", lineterminator="\n")
                 writer.writerow(TSV_COLUMNS)
-                writer.writerows(tsv_rows(audit, args.top))
+                lines = tsv_rows(audit, args.top)
+                writer.writerows(lines)
         except OSError as exc:
             print(f"audit: cannot write {args.tsv}: {exc}", file=sys.stderr)
             return 2
-        print(f"wrote {len(rows)} rows to {args.tsv}")
+        print(f"wrote {len(lines)} lines ({len(rows)} items) to {args.tsv}")
     return 0

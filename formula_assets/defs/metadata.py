@@ -234,30 +234,20 @@ def tokens(graphs: pa.Table, top: int = 25) -> dict[str, Any]:
 
 
 def annotation_audit_top(audit: pa.Table) -> dg.MetadataValue:
-    """The most suspicious items of the annotation audit, linked to Wikidata."""
-    from formula_assets.audit.table import TOP_ITEMS, WIKIDATA, suggested, top_rows
+    """The head of the editors' queue of the annotation audit, linked to Wikidata."""
+    from formula_assets.audit.table import TOP_ITEMS, WIKIDATA, top_rows
 
-    def link(qid: str) -> str:
-        return f"[{qid}]({WIKIDATA}{qid})"
-
-    columns = ["#", "item", "label", "suspicion", "worst-fitting concept", "its percentile",
-               "ranks (formula→annotation, annotation→formula)", "preferred annotation",
-               "may lack"]  # fmt: skip
-    rows = []
-    for n, row in enumerate(top_rows(audit, TOP_ITEMS), 1):
-        worst = row["concept_fit"][0]
-        preferred = row["preferred_annotations"][0]
-        rows.append(
-            [
-                n,
-                link(row["qid"]),
-                row["label"],
-                f"{row['suspicion']:.3f}",
-                f"{link(worst['qid'])} {worst['label'] or ''}",
-                f"{worst['percentile']:.0%}",
-                f"{row['rank_formula_to_annotation']}, {row['rank_annotation_to_formula']}",
-                link(preferred),
-                suggested(row, 3) or "—",
-            ]
-        )
+    columns = ["#", "item", "label", "kind", "what to do", "priority", "suspicion"]
+    rows = [
+        [
+            n,
+            f"[{row['qid']}]({WIKIDATA}{row['qid']})",
+            row["label"],
+            row["kind"] or "—",
+            row["finding"],
+            f"{row['priority']:.3f}",
+            "—" if row["suspicion"] is None else f"{row['suspicion']:.3f}",
+        ]
+        for n, row in enumerate(top_rows(audit, TOP_ITEMS), 1)
+    ]
     return rows_markdown(columns, rows)

@@ -117,38 +117,34 @@ def significance_rows(comparisons: Sequence[Comparison]) -> list[list[str]]:
     ]
 
 
-AUDIT_COLUMNS = [
-    "#", "item", "label", "suspicion", "rank formula→annotation", "rank annotation→formula",
-    "what looks wrong",
-]  # fmt: skip
+AUDIT_COLUMNS = ["#", "item", "label", "kind", "what to do", "suspicion"]
 
 
 def audit_summary(audit: pa.Table) -> str:
-    """How many items the annotation audit scored and how many it finds out of place."""
-    scored = [r for r in audit.to_pylist() if r["scored"]]
-    first = sum(1 for r in scored if r["rank_formula_to_annotation"] == 1)
+    """How many items the annotation audit scored and how many have a lead for editors."""
+    rows = audit.to_pylist()
+    scored = sum(1 for r in rows if r["scored"])
+    leads = sum(1 for r in rows if r.get("leads"))
     return (
-        f"{len(scored):,} of {audit.num_rows:,} formula items scored by the fold models that "
-        f"never trained on them; {first:,} of them rank their own annotation first among all "
-        "items' for their formula. Suspicion is the mean of an item's concepts' percentiles "
-        "among the vocabulary by the formula's association, averaged with the worst one. The "
-        "most suspicious (all: `formula-assets audit`; what the scores mean: docs/audit.md):"
+        f"{leads:,} of {audit.num_rows:,} formula items have a lead for editors (a quantity "
+        "without a concept, exchanged or doubted symbols, a symbol the formula does not "
+        f"write); {scored:,} are scored by the fold models that never trained on them. The "
+        "head of the queue (all: `formula-assets audit`; what each kind means: docs/audit.md):"
     )
 
 
 def audit_rows(audit: pa.Table, top: int = 10) -> list[list[str]]:
-    """The `top` most suspicious scored items of the `annotation_audit` table (stored most
-    suspicious first)."""
-    rows = [r for r in audit.to_pylist() if r["suspicion"] is not None][:top]
+    """The first `top` items of the editors' queue with a lead or a suspicion (the
+    `annotation_audit` table is stored in queue order)."""
+    shown = [r for r in audit.to_pylist() if r.get("leads") or r["suspicion"] is not None]
     return [
         [
             str(n),
             r["url"],
             r["label"] or "",
-            f"{r['suspicion']:.3f}",
-            str(r["rank_formula_to_annotation"]),
-            str(r["rank_annotation_to_formula"]),
+            r.get("kind") or "",
             r["finding"],
+            "" if r["suspicion"] is None else f"{r['suspicion']:.3f}",
         ]
-        for n, r in enumerate(rows, 1)
+        for n, r in enumerate(shown[:top], 1)
     ]

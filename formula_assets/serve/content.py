@@ -13,10 +13,9 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 from upath import UPath
 
-from formula_assets.audit.quickstatements import concept_with_symbol
+from formula_assets.audit.table import review_queue
 from formula_assets.core import lake
 from formula_assets.search.catalogue import WIKIDATA
 from formula_assets.search.meaning import SearchError, latex_to_mathml
@@ -61,6 +60,7 @@ class Loaded:
         self.root = root
         self.searcher = searcher
         self.audit_table = audit
+        self._queue: list[dict[str, Any]] | None = None
         self.shown = _Shown(searcher.options)
 
     @classmethod
@@ -70,6 +70,8 @@ class Loaded:
         audit = lake.read_parquet(path) if path.exists() else None
         loaded = cls(root, searcher, audit)
         loaded.warm()
+        if audit is not None:
+            loaded.queue()
         return loaded
 
     def warm(self) -> None:
@@ -155,46 +157,39 @@ class Loaded:
         return out[:SIMILAR]
 
     def audit(self, kind: str | None, q: str | None, limit: int, offset: int) -> dict[str, Any]:
-        table = self.audit_table
-        if table is None:
-            raise SearchError("annotation_audit is not materialized; run `make run` first")
-        if "scored" in table.column_names:
-            table = table.filter(pc.equal(table.column("scored"), True))
+        """A page of the review queue, of one kind and for items whose label or QID matches
+        `q` where asked."""
+        queue = self.queue()
+        findings = queue
+        if kind:
+            findings = [f for f in findings if f["kind"] == kind]
         if q:
             needle = q.strip().lower()
-            labels = pc.utf8_lower(pc.fill_null(table.column("label"), ""))
-            table = table.filter(
-                pc.or_(
-                    pc.match_substring(labels, needle),
-                    pc.equal(table.column("qid"), q.strip()),
-                )
-            )
-        total = table.num_rows
-        rows = table.slice(offset, limit).to_pylist()
+            findings = [
+                f for f in findings if needle in (f["label"] or "").lower() or f["qid"] == q.strip()
+            ]
         catalogue = self.searcher.catalogue
-        findings = []
-        for row in rows:
-            at = catalogue.row(row["qid"])
-            mathml = catalogue.mathml[at] if at is not None else None
-            findings.append(
+        page = []
+        for finding in findings[offset : offset + limit]:
+            at = catalogue.row(finding["qid"])
+            page.append(
                 {
-                    "qid": row["qid"],
-                    "label": row.get("label"),
-                    "url": WIKIDATA + row["qid"],
-                    "suspicion": row.get("suspicion"),
-                    "finding": row.get("finding"),
-                    "symbols": sorted(
-                        {
-                            m.get("symbol")
-                            for m in row.get("missing_concepts") or ()
-                            if m.get("symbol")
-                        }
-                    ),
-                    "quickstatements": _additions(row),
-                    "display_mathml": self.shown(mathml),
+                    **finding,
+                    "url": WIKIDATA + finding["qid"],
+                    "symbols": [finding["symbol"]] if finding["symbol"] else [],
+                    "display_mathml": self.shown(catalogue.mathml[at] if at is not None else None),
                 }
             )
-        return {"total": total, "offset": offset, "findings": findings}
+        kinds = list(dict.fromkeys(f["kind"] for f in queue if f["kind"]))
+        return {"total": len(findings), "offset": offset, "kinds": kinds, "findings": page}
+
+    def queue(self) -> list[dict[str, Any]]:
+        """The audit's review queue, made once per loaded version."""
+        if self._queue is None:
+            if self.audit_table is None:
+                raise SearchError("annotation_audit is not materialized; run `make run` first")
+            self._queue = review_queue(self.audit_table)
+        return self._queue
 
     def preview(self, latex: str) -> dict[str, Any]:
         """The LaTeX as MathML the page can show, or where it is wrong."""
@@ -217,20 +212,6 @@ class Loaded:
             "meaning": {"method": meaning.method, "fold": meaning.fold},
             "audit_rows": None if self.audit_table is None else self.audit_table.num_rows,
         }
-
-
-def _additions(row: dict[str, Any]) -> list[str]:
-    """QuickStatements lines for the concepts a finding suggests, each with its symbol."""
-    lines = []
-    for suggestion in row.get("missing_concepts") or ():
-        if suggestion.get("qid") and suggestion.get("symbol"):
-            try:
-                lines.append(
-                    concept_with_symbol(row["qid"], suggestion["qid"], suggestion["symbol"])
-                )
-            except ValueError:  # not an item, or a symbol no QuickStatements string holds
-                continue
-    return lines
 
 
 def _trained_on(split: str | None) -> bool | None:

@@ -16,6 +16,7 @@ from formula_assets.audit.leads import (
     _addition,
     priority,
 )
+from formula_assets.audit.table import build_audit, ranks_in_range, tsv_rows
 from formula_assets.ingest.records import Concept, FormulaRecord, records_to_table
 from formula_assets.search.catalogue import Catalogue
 from formula_assets.search.structure import StructureIndex, structure_table
@@ -128,3 +129,28 @@ def test_the_queue_puts_the_strongest_lead_first(finder: LeadFinder) -> None:
 def test_a_symbol_no_quickstatements_string_can_hold_still_leads_without_one() -> None:
     assert _addition("Q4", "Q11376", 'a"') is None
     assert _addition("Q4", "Q11376", "a") == 'Q4\tP527\tQ11376\tP7235\t"a"'
+
+
+def test_the_audit_table_carries_the_leads_strongest_item_first(finder: LeadFinder) -> None:
+    formulae = _records().to_pylist()
+    empty = pa.table({"fold": pa.array([], pa.int8())})
+    audit = build_audit(formulae, empty, {}, {}, {}, "sum", finder)
+    rows = audit.to_pylist()
+    assert len(rows) == len(ITEMS) and ranks_in_range(audit).passed
+    priorities = [r["priority"] for r in rows]
+    assert priorities == sorted(priorities, reverse=True) and priorities[-1] == 0.0
+    by_qid = {r["qid"]: r for r in rows}
+    assert by_qid["Q1"]["leads"] == [] and by_qid["Q1"]["kind"] is None
+    swapped = by_qid["Q5"]
+    assert swapped["kind"] == SWAPPED and swapped["priority"] == swapped["leads"][0]["score"]
+    assert swapped["finding"].startswith(swapped["leads"][0]["text"])
+    lacking = by_qid["Q4"]["leads"][0]
+    assert (lacking["kind"], lacking["symbol"], lacking["suggestion"]) == (
+        UNANNOTATED,
+        "a",
+        ACCEL[0],
+    )
+    assert lacking["quickstatements"] == f'Q4\tP527\t{ACCEL[0]}\tP7235\t"a"'
+    assert lacking["items"] and set(lacking["items"]) <= set(ITEMS)
+    lines = [line for line in tsv_rows(audit, len(ITEMS)) if line[0] == "Q4"]
+    assert lines[0][3] == UNANNOTATED and lines[0][6] == f'Q4|P527|{ACCEL[0]}|P7235|"a"'

@@ -11,6 +11,7 @@ from formula_assets.audit.table import (
     finding,
     one_row_per_item,
     ranks_in_range,
+    review_queue,
     suggested,
     tsv_rows,
 )
@@ -43,8 +44,23 @@ def row(**changes: Any) -> dict[str, Any]:
         "missing_concepts": [],
         "unannotated_symbols": [],
         "finding": "",
+        "priority": 0.0,
+        "kind": None,
+        "leads": [],
     }
     return base | changes
+
+
+def lead(kind: str, text: str, score: float, **more: Any) -> dict[str, Any]:
+    fields = ("symbol", "concept", "suggestion", "suggestion_label", "quickstatements")
+    return {
+        "kind": kind,
+        "text": text,
+        "score": score,
+        "items": [],
+        **dict.fromkeys(fields),
+        **more,
+    }
 
 
 def fit(qid: str, label: str | None, percentile: float) -> dict[str, Any]:
@@ -160,12 +176,56 @@ def test_tsv_rows_list_the_most_suspicious_scored_rows_in_stored_order() -> None
     lines = tsv_rows(stored, 2)
     assert [line[0] for line in lines] == ["Q1", "Q2"]
     assert lines[0] == [
-        "Q1", "energy", "https://www.wikidata.org/wiki/Q1", "bad",
+        "Q1", "energy", "https://www.wikidata.org/wiki/Q1", "", "bad",
         "s0 (Q30), s1 (Q31), s2 (Q32), s3 (Q33), s4 (Q34)",  # five at most
-        "0.9000", "1", "2",
+        "", "", "0.9000", "1", "2",
     ]  # fmt: skip
-    assert lines[1][1] == "" and lines[1][5] == "0.1235"
+    assert lines[1][1] == "" and lines[1][8] == "0.1235"
     assert [line[0] for line in tsv_rows(stored, 10)] == ["Q1", "Q2", "Q4"]
+
+
+def test_tsv_rows_give_each_lead_a_line_with_its_kind_and_quickstatements() -> None:
+    addition = 'Q5\tP527\tQ11\tP7235\t"m"'
+    leads = [
+        lead("unannotated_symbol", "m has no concept", 0.8, suggestion="Q11",
+             suggestion_label="mass", quickstatements=addition),
+        lead("two_concepts_on_symbol", "E carries two concepts", 0.2),
+    ]  # fmt: skip
+    stored = table(
+        row(qid="Q5", suspicion=None, num_concepts=0, concept_fit=[], leads=leads, priority=0.8),
+        row(qid="Q6", suspicion=0.7, finding="doubted"),
+    )
+    lines = tsv_rows(stored, 1)  # the first item: its two leads
+    assert [line[3] for line in lines] == ["unannotated_symbol", "two_concepts_on_symbol"]
+    assert lines[0][4:8] == ["m has no concept", "mass (Q11)", 'Q5|P527|Q11|P7235|"m"', "0.800"]
+    assert lines[0][8] == "" and lines[1][5:7] == ["", ""]
+    assert [line[0] for line in tsv_rows(stored, 2)] == ["Q5", "Q5", "Q6"]
+
+
+def test_a_finding_spells_out_the_two_strongest_leads_and_counts_the_rest() -> None:
+    leads = [lead("unannotated_symbol", f"lead {n}", 1.0 - n / 10) for n in range(4)]
+    assert finding(row(leads=leads), LABELS) == "lead 0; lead 1 (and 2 more leads)"
+    assert finding(row(leads=leads[:3]), LABELS) == "lead 0; lead 1 (and 1 more lead)"
+    assert finding(row(leads=leads[:1], scored=False, remark="no fold"), LABELS) == "lead 0"
+
+
+def test_the_review_queue_has_a_finding_per_lead_then_the_doubted_items() -> None:
+    leads = [
+        lead("doubted_concept", "a is doubted", 0.5, symbol="a", items=["Q7"]),
+        lead("unannotated_symbol", "m has no concept", 0.4, quickstatements="Q5\tP527\tQ11"),
+    ]
+    stored = table(
+        row(qid="Q5", leads=leads, priority=0.5),
+        row(qid="Q6", suspicion=0.7, finding="doubted", preferred_annotations=["Q9"]),
+        row(qid="Q8", scored=False, suspicion=None, remark="no fold"),
+    )
+    queue = review_queue(stored)
+    assert [(f["qid"], f["kind"]) for f in queue] == [
+        ("Q5", "doubted_concept"), ("Q5", "unannotated_symbol"), ("Q6", None),
+    ]  # fmt: skip
+    assert queue[0]["symbol"] == "a" and queue[0]["evidence"] == ["Q7"]
+    assert queue[0]["quickstatements"] == [] and queue[1]["quickstatements"] == ["Q5\tP527\tQ11"]
+    assert queue[2]["finding"] == "doubted" and queue[2]["evidence"] == ["Q9"]
 
 
 # ---------------------------------------------------------------- checks

@@ -143,30 +143,25 @@ def test_an_image_is_inline_png_data() -> None:
     assert base64.b64decode(markdown[len(prefix) : -1]) == b"\x89PNG\r\n"
 
 
-def test_the_audits_top_items_link_to_wikidata_with_their_worst_concept() -> None:
-    concept = {"qid": "Q11", "label": "energy", "percentile": 0.875}
-    missing = {"qid": "Q12", "label": "mass", "symbol": "m"}
+def test_the_audits_queue_links_to_wikidata_with_the_kind_and_what_to_do() -> None:
     audit = pa.table(
         {
             "qid": ["Q1", "Q2", "Q3"],
             "label": ["E = mc²", "unscored", "area"],
-            "suspicion": [0.91234, None, 0.5],
-            "concept_fit": [[concept], [], [{"qid": "Q13", "label": None, "percentile": 0.5}]],
-            "rank_formula_to_annotation": [40, None, 2],
-            "rank_annotation_to_formula": [7, None, 1],
-            "preferred_annotations": [["Q5"], [], ["Q3"]],
-            "missing_concepts": [[missing], [], []],
+            "priority": [0.91234, 0.0, 0.0],
+            "kind": ["unannotated_symbol", None, None],
+            "leads": [[{"kind": "unannotated_symbol"}], [], []],
+            "finding": ["m has no concept", "not audited", "looks consistent"],
+            "suspicion": [None, None, 0.5],
         }
     )
     lines = annotation_audit_top(audit).value.splitlines()
-    assert len(lines) == 2 + 2  # the unscored item is left out
+    assert len(lines) == 2 + 2  # the item without a lead or a suspicion is left out
     link = "https://www.wikidata.org/wiki/"
     assert lines[2] == (
-        f"| 1 | [Q1]({link}Q1) | E = mc² | 0.912 | [Q11]({link}Q11) energy | 88% | 40, 7 "
-        f"| [Q5]({link}Q5) | mass (Q12) for m |"
+        f"| 1 | [Q1]({link}Q1) | E = mc² | unannotated_symbol | m has no concept | 0.912 | — |"
     )
-    assert lines[3].startswith(f"| 2 | [Q3]({link}Q3) | area | 0.500 | [Q13]({link}Q13) | 50% |")
-    assert lines[3].endswith("| — |")  # nothing it may lack
+    assert lines[3] == f"| 2 | [Q3]({link}Q3) | area | — | looks consistent | 0.000 | 0.500 |"
 
 
 def test_a_column_without_a_description_has_none() -> None:
@@ -210,21 +205,3 @@ def test_the_token_table_shows_25_unless_told() -> None:
     out = tokens(graphs)
     assert len(out["top_tokens"].value.splitlines()) == 2 + 25
     assert out["vocabulary_size"] == 30 and len(out["token_vocabulary"].value) == 30
-
-
-def test_the_audit_table_suggests_at_most_three_concepts() -> None:
-    missing = [{"qid": f"Q{n}", "label": f"c{n}", "symbol": None} for n in range(1, 5)]
-    audit = pa.table(
-        {
-            "qid": ["Q9"],
-            "label": ["x"],
-            "suspicion": [0.5],
-            "concept_fit": [[{"qid": "Q8", "label": "y", "percentile": 0.5}]],
-            "rank_formula_to_annotation": [1],
-            "rank_annotation_to_formula": [1],
-            "preferred_annotations": [["Q9"]],
-            "missing_concepts": [missing],
-        }
-    )
-    cell = annotation_audit_top(audit).value.splitlines()[2].split(" | ")[-1]
-    assert cell == "c1 (Q1), c2 (Q2), c3 (Q3) |"

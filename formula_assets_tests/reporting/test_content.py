@@ -147,7 +147,9 @@ def test_the_annotation_audit_is_a_section_only_when_there_is_an_audit() -> None
                 "suspicion": 0.75,
                 "rank_formula_to_annotation": 1,
                 "rank_annotation_to_formula": 2,
-                "finding": "a concept far from the formula",
+                "finding": "V has no concept",
+                "kind": "unannotated_symbol",
+                "leads": [{"kind": "unannotated_symbol"}],
             }
         ]
     )
@@ -156,7 +158,9 @@ def test_the_annotation_audit_is_a_section_only_when_there_is_an_audit() -> None
     at = _headings(blocks).index("Annotation audit")
     headings = [i for i, b in enumerate(blocks) if isinstance(b, Heading)]
     section = blocks[headings[at] + 1 : headings[at + 1]]
-    assert isinstance(section[0], Paragraph) and section[0].text.startswith("1 of 1 formula")
+    assert isinstance(section[0], Paragraph) and section[0].text.startswith(
+        "1 of 1 formula items have a lead"
+    )
     assert isinstance(section[1], Table) and section[1].rows[0][1:3] == [
         "http://www.wikidata.org/entity/Q1",
         "Ohm's law",

@@ -196,7 +196,9 @@ def test_significance_rows_sign_the_difference_and_round_p_values() -> None:
 # ------------------------------------------------------------------------- annotation audit
 
 
-def _item(n: int, suspicion: float | None, rank: int | None, label: str | None = "x") -> dict:
+def _item(
+    n: int, suspicion: float | None, rank: int | None, label: str | None = "x", kind: str = ""
+) -> dict:
     return {
         "url": f"http://www.wikidata.org/entity/Q{n}",
         "label": label,
@@ -205,32 +207,32 @@ def _item(n: int, suspicion: float | None, rank: int | None, label: str | None =
         "rank_formula_to_annotation": rank,
         "rank_annotation_to_formula": None if rank is None else rank + 1,
         "finding": f"finding {n}",
+        "kind": kind or None,
+        "leads": [{"kind": kind}] if kind else [],
     }
 
 
-def test_the_audit_summary_counts_scored_items_and_those_ranking_their_annotation_first() -> None:
+def test_the_audit_summary_counts_items_with_leads_and_scored_items() -> None:
     audit = pa.Table.from_pylist(
-        [_item(1, 0.9, 1), _item(2, 0.8, 3), _item(3, 0.7, 1), _item(4, None, None)]
-    )
+        [_item(1, 0.9, 1, kind="swapped_symbols"), _item(2, 0.8, 3), _item(3, 0.7, 1),
+         _item(4, None, None, kind="unannotated_symbol")]
+    )  # fmt: skip
     summary = audit_summary(audit)
-    assert summary.startswith("3 of 4 formula items scored")
-    assert "; 2 of them rank their own annotation first" in summary
+    assert summary.startswith("2 of 4 formula items have a lead for editors")
+    assert "; 3 are scored by the fold models" in summary
 
 
-def test_the_audit_summary_of_no_first_ranks_says_zero() -> None:
-    audit = pa.Table.from_pylist([_item(1, 0.9, 2), _item(2, 0.5, 2)])
-    assert "; 0 of them rank their own annotation first" in audit_summary(audit)
-
-
-def test_audit_rows_number_the_scored_items_in_stored_order() -> None:
+def test_audit_rows_number_the_queue_in_stored_order() -> None:
     audit = pa.Table.from_pylist(
-        [_item(1, 0.98765, 4, label=None), _item(2, None, None), _item(3, 0.5, 1, label="E=mc²")]
-    )
+        [_item(5, None, None, kind="unannotated_symbol"), _item(1, 0.98765, 4, label=None),
+         _item(2, None, None), _item(3, 0.5, 1, label="E=mc²")]
+    )  # fmt: skip
     rows = audit_rows(audit)
     assert all(len(r) == len(AUDIT_COLUMNS) for r in rows)
     assert rows == [
-        ["1", "http://www.wikidata.org/entity/Q1", "", "0.988", "4", "5", "finding 1"],
-        ["2", "http://www.wikidata.org/entity/Q3", "E=mc²", "0.500", "1", "2", "finding 3"],
+        ["1", "http://www.wikidata.org/entity/Q5", "x", "unannotated_symbol", "finding 5", ""],
+        ["2", "http://www.wikidata.org/entity/Q1", "", "", "finding 1", "0.988"],
+        ["3", "http://www.wikidata.org/entity/Q3", "E=mc²", "", "finding 3", "0.500"],
     ]
 
 

@@ -28,13 +28,28 @@ from formula_assets_tests.support.search_lake import (
     write_search_lake,
 )
 
+
+def lead(kind: str, text: str, score: float, **more: object) -> dict:
+    fields = ("symbol", "concept", "suggestion", "suggestion_label", "quickstatements")
+    return {
+        "kind": kind,
+        "text": text,
+        "score": score,
+        "items": [],
+        **dict.fromkeys(fields),
+        **more,
+    }
+
+
+V_LEAD = lead("unannotated_symbol", "V has no concept", 0.9, symbol="V", suggestion="Q25428",
+              items=["Q11"], quickstatements='Q41591\tP527\tQ25428\tP7235\t"V"')  # fmt: skip
 AUDIT = [
-    {"qid": "Q41591", "label": "Ohm's law", "scored": True, "suspicion": 0.9,
-     "finding": "V has no concept", "missing_concepts": [{"qid": "Q25428", "symbol": "V"}]},
+    {"qid": "Q41591", "label": "Ohm's law", "scored": True, "suspicion": 0.9, "priority": 0.9,
+     "finding": "V has no concept", "leads": [V_LEAD, lead("concept_on_two_symbols", "two", 0.1)]},
     {"qid": "Q35875", "label": "mass–energy equivalence", "scored": True, "suspicion": 0.5,
-     "finding": "fine", "missing_concepts": []},
+     "priority": 0.0, "finding": "fine", "leads": []},
     {"qid": "Q11518", "label": "Pythagorean theorem", "scored": False, "suspicion": None,
-     "finding": None, "missing_concepts": []},
+     "priority": 0.0, "finding": None, "leads": []},
 ]  # fmt: skip
 
 
@@ -162,15 +177,20 @@ def test_a_concept_annotated_twice_shows_each_of_its_symbols(client: TestClient)
         assert f'data-symbol="{leg["symbol"]}"' in leg["symbol_display_mathml"]
 
 
-def test_the_audit_is_filtered_and_paged(client: TestClient) -> None:
+def test_the_audit_is_a_queue_of_findings_filtered_and_paged(client: TestClient) -> None:
     body = client.get("/api/audit", params={"limit": 1}).json()
-    assert body["total"] == 2 and [f["qid"] for f in body["findings"]] == ["Q41591"]
-    assert body["findings"][0]["symbols"] == ["V"]
-    assert body["findings"][0]["quickstatements"] == ['Q41591\tP527\tQ25428\tP7235\t"V"']
+    assert body["total"] == 3 and [f["qid"] for f in body["findings"]] == ["Q41591"]
+    first = body["findings"][0]
+    assert first["kind"] == "unannotated_symbol" and first["symbols"] == ["V"]
+    assert first["quickstatements"] == ['Q41591\tP527\tQ25428\tP7235\t"V"']
+    assert first["evidence"] == ["Q11"] and first["url"].endswith("/Q41591")
+    assert body["kinds"] == ["unannotated_symbol", "concept_on_two_symbols"]
     second = client.get("/api/audit", params={"limit": 1, "offset": 1}).json()
-    assert [f["qid"] for f in second["findings"]] == ["Q35875"]
+    assert [f["kind"] for f in second["findings"]] == ["concept_on_two_symbols"]
+    shared = client.get("/api/audit", params={"kind": "concept_on_two_symbols"}).json()
+    assert shared["total"] == 1 and shared["findings"][0]["quickstatements"] == []
     found = client.get("/api/audit", params={"q": "ENERGY"}).json()
-    assert [f["qid"] for f in found["findings"]] == ["Q35875"]
+    assert [(f["qid"], f["kind"]) for f in found["findings"]] == [("Q35875", None)]
     assert client.get("/api/audit", params={"limit": 201}).status_code == 400
 
 

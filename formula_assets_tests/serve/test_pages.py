@@ -27,15 +27,39 @@ from formula_assets_tests.support.search_lake import (
 from formula_assets_tests.ui.test_browser import ARTIFACTS, CHROMIUM_FLAGS, chromium
 
 CLI = Path(sys.executable).parent / "formula-assets"
+
+
+def lead(kind: str, text: str, score: float, **more: object) -> dict:
+    fields = ("symbol", "concept", "suggestion", "suggestion_label", "quickstatements")
+    return {
+        "kind": kind,
+        "text": text,
+        "score": score,
+        "items": [],
+        **dict.fromkeys(fields),
+        **more,
+    }
+
+
+def addition(qid: str, text: str, concept: str, symbol: str, tex: str) -> dict:
+    line = f'{qid}\tP527\t{concept}\tP7235\t"{tex}"'
+    return lead(
+        "unannotated_symbol", text, 0.8,
+        symbol=symbol, suggestion=concept, items=["Q35875"], quickstatements=line,
+    )  # fmt: skip
+
+
 AUDIT = [
-    {"qid": "Q41591", "label": "Ohm's law", "scored": True, "suspicion": 0.9,
+    {"qid": "Q41591", "label": "Ohm's law", "scored": True, "suspicion": 0.9, "priority": 0.9,
      "finding": "V has no concept; the corpus suggests voltage",
-     "missing_concepts": [{"qid": "Q25428", "label": "voltage", "symbol": "V"}]},
-    {"qid": "Q46276", "label": "kinetic energy", "scored": True, "suspicion": 0.8,
+     "leads": [addition("Q41591", "V has no concept; the corpus suggests voltage", "Q25428",
+                        "V", "V")]},
+    {"qid": "Q46276", "label": "kinetic energy", "scored": True, "suspicion": 0.8, "priority": 0.8,
      "finding": "E_k has no concept; the corpus suggests kinetic energy",
-     "missing_concepts": [{"qid": "Q46276", "label": "kinetic energy", "symbol": "E_k"}]},
+     "leads": [addition("Q46276", "E_k has no concept; the corpus suggests kinetic energy",
+                        "Q46276", "E_k", "E_{k}")]},
     {"qid": "Q35875", "label": "mass–energy equivalence", "scored": True, "suspicion": 0.1,
-     "finding": "nothing to add", "missing_concepts": []},
+     "priority": 0.0, "finding": "nothing to add", "leads": []},
 ]  # fmt: skip
 
 
@@ -151,6 +175,8 @@ def test_search_item_and_audit_pages_in_chromium(service: str, tmp_path: Path) -
                 'Q46276\tP527\tQ46276\tP7235\t"E_{k}"',
             ]
             assert page.locator(".finding .lit").count() >= 1  # the symbols in question
+            evidence = page.locator(".finding p a[href='/item/Q35875']")
+            expect(evidence).to_have_count(2)  # each finding links the items it rests on
             page.screenshot(path=str(ARTIFACTS / "audit.png"))
             assert problems == [], problems
         finally:

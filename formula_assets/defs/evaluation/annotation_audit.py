@@ -1,12 +1,16 @@
 """`annotation_audit`: the formula annotations the held-out models find least plausible, and
 the concepts they may lack, for Wikidata editors (docs/audit.md)."""
 
+from collections import Counter
+
 import dagster as dg
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from formula_assets.core.arrow import recorded_aggregation, recorded_identity, recorded_model
 from formula_assets.core.hashing import table_content_hash
+from formula_assets.core.settings import Settings
 from formula_assets.core.threads import one_thread
 from formula_assets.defs.checks import check_result, schema_contract
 from formula_assets.defs.metadata import annotation_audit_top
@@ -22,15 +26,22 @@ def annotation_audit(
     cv_folds: pa.Table,
     semantic_embeddings: pa.Table,
     search_index: pa.Table,
+    structure_index: pa.Table,
     fold_models: dict,
 ):
-    """One row per formula item, scored by the fold models that never trained on it: its own
-    annotation's rank among all items' in both directions, how well each of its concepts fits
-    its formula and a suspicion score from that, the items the models prefer, and the concepts
-    it may lack; most suspicious first."""
+    """One row per formula item: its leads for editors (an unannotated quantity with the
+    concept it likely denotes, exchanged or doubted symbols, a symbol the formula does not
+    write), read on the structure index with the item's own annotations hidden; and its
+    scores by the fold models that never trained on it (its annotation's rank among all
+    items', how well each concept fits its formula, the concepts it may lack). Strongest
+    lead first."""
     from formula_assets.audit.concepts import corpus_texts, vocabulary
+    from formula_assets.audit.leads import LeadFinder
     from formula_assets.audit.table import build_audit, loaded_models
+    from formula_assets.search.catalogue import Catalogue
+    from formula_assets.search.structure import StructureIndex
     from formula_assets.semantics.cache import embed_texts
+    from formula_assets.syntax.opt import parse_options
     from formula_assets.training.sentence_encoder import frozen_store
 
     formulae = wikidata_formulae.to_pylist()
@@ -59,15 +70,25 @@ def annotation_audit(
             loaded_models(list(fold_models.values())),
             dict(zip(texts, matrix, strict=True)),
             recorded_aggregation(semantic_embeddings) or "sum",
+            LeadFinder(
+                Catalogue.from_tables(wikidata_formulae, structure_index),
+                StructureIndex(structure_index),
+                parse_options(Settings.from_environment().styled_letters),
+            ),
         )
     scored = table.filter(table["scored"])
     first = scored["rank_formula_to_annotation"].to_numpy() == 1
+    kinds = Counter(
+        lead["kind"] for leads in table.column("leads").to_pylist() for lead in leads or ()
+    )
     return dg.Output(
         table,
         data_version=dg.DataVersion(table_content_hash(table)),
         metadata={
             "items": table.num_rows,
             "scored": scored.num_rows,
+            "items_with_leads": int(pc.sum(pc.greater(table["priority"], 0.0)).as_py() or 0),
+            "leads_by_kind": dg.MetadataValue.json(dict(kinds.most_common())),
             "not_scored": table.num_rows - scored.num_rows,
             "own_annotation_first_for_its_formula": int(first.sum()),
             "median_rank_formula_to_annotation": float(

@@ -35,6 +35,9 @@ function entry(finding, index) {
       wikidata(finding.qid)),
     box,
     element("p", { class: "evidence", text: finding.finding || "" }),
+    (finding.evidence || []).length
+      ? element("p", { class: "muted" }, "Evidence: ", ...finding.evidence.slice(0, 5).flatMap((qid, i) => [i ? ", " : "", element("a", { href: `/item/${qid}`, text: qid })]))
+      : null,
     lines.length ? element("pre", { class: "qs", text: lines.join("\n") }) : element("p", { class: "muted", text: "Nothing to add automatically: an edit by hand." }));
 }
 
