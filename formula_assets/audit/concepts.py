@@ -177,6 +177,59 @@ def semantic_side(
     }
 
 
+class ConceptSense:
+    """How well a concept's sense fits an item's field, against the item's own concepts: the
+    cosine of the concept's sentence vector to the item's label and description, over the
+    mean cosine of the item's annotated concepts (1 where it fits as well as they do, capped;
+    1 for an item without concepts to compare with). "duration" on a matrix identity is far
+    below that item's own concepts; "temperature difference" on the Grashof number is not."""
+
+    def __init__(
+        self,
+        rows: Sequence[Mapping[str, Any]],
+        concepts: Mapping[str, Concept],
+        texts: TextVectors,
+        aggregation: str,
+    ) -> None:
+        self.texts = texts
+        self.aggregation = aggregation
+        self.items = {row["qid"]: row for row in rows}
+        self.concepts = concepts
+        self._unit: dict[tuple[str, str], np.ndarray | None] = {}
+
+    def _vector(self, kind: str, qid: str) -> np.ndarray | None:
+        key = (kind, qid)
+        if key not in self._unit:
+            if kind == "item":
+                row = self.items.get(qid) or {}
+                own = annotation_texts(
+                    {"label": row.get("label"), "description": row.get("description")}
+                )
+            else:
+                concept = self.concepts.get(qid)
+                own = concept_texts(concept) if concept is not None else []
+            own = [t for t in own if t in self.texts]
+            vector = annotation_vector(own, self.texts, self.aggregation) if own else None
+            if vector is not None:
+                vector = vector.astype(np.float64) / max(float(np.linalg.norm(vector)), 1e-12)
+            self._unit[key] = vector
+        return self._unit[key]
+
+    def __call__(self, item: str, concept: str) -> float:
+        at, candidate = self._vector("item", item), self._vector("concept", concept)
+        if at is None or candidate is None:
+            return 1.0
+        own = [
+            float(v @ at)
+            for c in (self.items.get(item) or {}).get("concepts") or ()
+            if c.get("qid") != item and (v := self._vector("concept", c.get("qid"))) is not None
+        ]
+        usual = float(np.mean(own)) if own else 0.0
+        if usual <= 0.0:
+            return 1.0
+        return float(np.clip(float(candidate @ at) / usual, 0.0, 1.0))
+
+
 class ConceptSuggester:
     """Concept fit and missing-concept suggestions for the held-out items of one fold."""
 

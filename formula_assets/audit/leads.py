@@ -22,7 +22,7 @@ and the corpus — with the item's own annotations hidden. The kinds, most actio
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from formula_assets.audit.quickstatements import concept_with_symbol
@@ -94,8 +94,15 @@ class LeadFinder:
     """The leads of every item of a catalogue, from its structure index."""
 
     def __init__(
-        self, catalogue: Catalogue, structure: StructureIndex, options: ParseOptions
+        self,
+        catalogue: Catalogue,
+        structure: StructureIndex,
+        options: ParseOptions,
+        sense: Callable[[str, str], float] | None = None,
     ) -> None:
+        """`sense`: (item, concept) → how well the concept's sense fits the item's field,
+        0 … 1 (`audit.concepts.ConceptSense`): a suggestion from another field ranks lower."""
+        self.sense = sense
         self.catalogue = catalogue
         self.structure = structure
         self.options = options
@@ -147,10 +154,12 @@ class LeadFinder:
             if a.identifier:
                 by_symbol.setdefault(a.identifier, set()).add(a.concept)
         reading = {e.identifier: e for e in readings}
+        covered = self._covered(row, set(identifiers), set(by_symbol))
         out: list[Lead] = []
         for name in identifiers:
-            if name not in by_symbol:
-                lead = _unannotated(item, name, reading[name], name in loose)
+            if name not in by_symbol and name not in covered:
+                placeholder = name in loose or _word(name)
+                lead = _unannotated(item, name, reading[name], placeholder, self.sense)
                 if lead is not None:
                     out.append(lead)
         out += _swapped(by_symbol, reading, self.labels)
@@ -158,6 +167,31 @@ class LeadFinder:
         out += _not_in_formula(annotations, set(identifiers), written, several)
         out += _shared(annotations, set(identifiers), self.labels)
         return sorted(out, key=lambda lead: (-lead.score, KINDS.index(lead.kind)))
+
+    def _covered(self, row: int, identifiers: set[str], annotated: set[str]) -> set[str]:
+        """Identifiers an annotation means though it does not name them: those written
+        inside a symbol that is an expression (`α` and `G` of `α(G)`), and an indexed or
+        primed form of an annotated letter the formula does not write alone (`ε_0` for `ε`)."""
+        out = set()
+        for concept in self.catalogue.concepts[row]:
+            mathml = concept.get("symbol_mathml")
+            if not mathml or not mathml.strip():
+                continue
+            try:
+                tree = written_order(parse_mathml(mathml, self.options))
+            except (MathMLError, TooDeep):
+                continue
+            if tree.args:
+                out |= _written_names(tree) & identifiers
+        loose = {_base(a) for a in annotated - identifiers}
+        return out | {name for name in identifiers if _base(name) in loose}
+
+
+def _word(name: str) -> bool:
+    """A name of several letters (`hom`, `Ext`, `LMI`): an operator's name or an abbreviation,
+    which editors annotate only where formulae of the same shape do."""
+    base = name.split("_", 1)[0]
+    return len(base) > 1 and base.isalpha()
 
 
 def _repeats(concepts: Sequence[Mapping]) -> bool:
@@ -172,7 +206,11 @@ def _aligned_share(explanation: Reading) -> float:
 
 
 def _unannotated(
-    item: str, name: str, explanation: SymbolExplanation, placeholder: bool
+    item: str,
+    name: str,
+    explanation: SymbolExplanation,
+    placeholder: bool,
+    sense: Callable[[str, str], float] | None = None,
 ) -> Lead | None:
     best = explanation.readings[0] if explanation.readings else None
     if placeholder and (best is None or _aligned_share(best) == 0.0):
@@ -187,6 +225,8 @@ def _unannotated(
     sources = ", ".join(best.items[:3])
     evidence = f" (as in {sources})" if sources else " (the corpus' use of the symbol)"
     strength = max(best.score, NO_READING) * support(best, explanation.corpus_count)
+    if sense is not None:
+        strength *= sense(item, best.concept)
     return Lead(
         UNANNOTATED,
         f"{name} has no concept; the corpus and similar formulae suggest "
@@ -324,8 +364,8 @@ def _same_letter(name: str) -> str:
 
 def _base(name: str) -> str:
     """A name without its subscript, primes, stars, arrows or a difference's Δ: `m_1` → `m`,
-    `F′` → `F`, `A→` → `A`, `ΔU` → `U`."""
-    base = _same_letter(name).split("_", 1)[0].rstrip("′'″*→^")
+    `F′` → `F`, `A→` and `A¯` → `A`, `ΔU` → `U`."""
+    base = _same_letter(name).split("_", 1)[0].rstrip("′'″*→^¯‾~˜˙¨")
     return base[1:] if len(base) > 1 and base[0] == "Δ" else base
 
 

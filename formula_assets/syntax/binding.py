@@ -1,6 +1,6 @@
 """What each identifier of a formula is doing: a quantity it states something about, or a
 placeholder an editor would not annotate (a summation index, an integration variable, the
-`d` of a differential, a function's argument, a standard constant).
+`d` of a differential, a function's argument, a standard constant such as `e`, `i`, ℝ or ∀).
 
 Read on the tree in written order (`syntax.canonical.written_order`: the canonical tree sorts
 the factors of `ρ dV`), with the names the structure index and the annotations use (`E_k`,
@@ -16,8 +16,12 @@ from formula_assets.syntax.canonical import Expr
 FREE, FUNCTION = "free", "function"
 BOUND, DIFFERENTIAL, ARGUMENT, CONSTANT = "bound", "differential", "argument", "constant"
 PLACEHOLDERS = frozenset({BOUND, DIFFERENTIAL, ARGUMENT, CONSTANT})
-# letters that name a constant wherever they stand alone (π is a constant already)
-STANDARD_CONSTANTS = frozenset({"e", "i"})
+# names of a constant wherever they stand alone (π is a constant already): e, i, the number
+# sets however the formula writes them, and the logical signs a parser reads as letters
+_SETS = "NZQRC"
+STANDARD_CONSTANTS = frozenset(
+    {"e", "i", *(f"double-struck {s}" for s in _SETS), *"ℕℤℚℝℂ", *"∀∃∄¬◻□◇⊤⊥"}
+)
 _DIFFERENTIALS = frozenset({"d", "∂", "δ"})
 _INTEGRALS = frozenset({"∫", "∬", "∭", "∮", "∯", "∰"})
 

@@ -17,6 +17,7 @@ from scipy.stats import rankdata
 from formula_assets.audit.concepts import (
     AnnotationQuery,
     Concept,
+    ConceptSense,
     ConceptSuggester,
     annotation_vector,
     concept_entry,
@@ -470,3 +471,26 @@ def test_the_suspicion_is_the_mean_and_the_worst_percentile_averaged() -> None:
     assert suspicion({"a": 0.0, "b": 0.5}) == pytest.approx((0.25 + 0.5) / 2)
     assert suspicion({"a": 0.2}) == pytest.approx(0.2)
     assert suspicion({"a": 1.0, "b": 1.0, "c": 0.1}) == pytest.approx((0.7 + 1.0) / 2)
+
+
+def test_a_concepts_sense_is_measured_against_the_items_own_concepts() -> None:
+    """Item vector (1, 0) (label + description summed); its own concept at 45° has cosine
+    √½, the usual closeness. A candidate at 60° (cosine ½) fits ½ / √½ = 0.707; one at 0°
+    fits as well as the own one or better: capped at 1; one at 90° not at all."""
+    texts = {
+        "item": np.array([2.0, 0.0]), "about": np.array([1.0, 0.0]),
+        "own": np.array([1.0, 1.0]), "near": np.array([1.0, math.sqrt(3.0)]),
+        "same": np.array([3.0, 0.0]), "far": np.array([0.0, 1.0]),
+    }  # fmt: skip
+    rows = [{"qid": "Q1", "label": "item", "description": "about",
+             "concepts": [{"qid": "Q2"}, {"qid": "Q1"}]}]  # fmt: skip
+    concepts = {
+        q: Concept(q, label, None, frozenset(), 1)
+        for q, label in (("Q2", "own"), ("Q3", "near"), ("Q4", "same"), ("Q5", "far"))
+    }
+    sense = ConceptSense(rows, concepts, texts, "sum")
+    assert sense("Q1", "Q3") == pytest.approx(0.5 / math.sqrt(0.5))
+    assert sense("Q1", "Q4") == 1.0 and sense("Q1", "Q5") == pytest.approx(0.0)
+    assert sense("Q1", "Q9") == 1.0  # a concept without a vector: no judgement
+    alone = ConceptSense([{**rows[0], "concepts": []}], concepts, texts, "sum")
+    assert alone("Q1", "Q5") == 1.0  # nothing to compare with

@@ -21,6 +21,8 @@ def tree(latex: str):
         (r"L = \lim_{h \to 0} \frac{f(x+h)-f(x)}{h}", {"h"}),
         (r"e^{i \pi} + 1 = 0", {"e", "i"}),
         (r"m = \rho V", set()),
+        (r"f: \mathbb{R} \to \mathbb{C}", {"double-struck R", "double-struck C"}),
+        (r"x \in X", set()),  # a set that is not a number set is a quantity
     ],
 )
 def test_placeholders(latex: str, expected: set[str]) -> None:
@@ -36,3 +38,8 @@ def test_roles_name_why() -> None:
 def test_an_index_used_as_a_quantity_elsewhere_is_still_bound_by_its_operator() -> None:
     # the sorted product would put d beside ρ; the written order keeps d beside V
     assert placeholders(tree(r"\int \rho \, dV = M")) == {"d", "V"}
+
+
+def test_logical_signs_written_as_identifiers_are_constants() -> None:
+    mathml = "<math><mi>∀</mi><mi>x</mi><mo>:</mo><mi>x</mi><mo>≥</mo><mi>y</mi></math>"
+    assert placeholders(written_order(parse_mathml(mathml, ParseOptions()))) == {"∀"}

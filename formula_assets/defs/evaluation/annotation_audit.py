@@ -35,7 +35,7 @@ def annotation_audit(
     scores by the fold models that never trained on it (its annotation's rank among all
     items', how well each concept fits its formula, the concepts it may lack). Strongest
     lead first."""
-    from formula_assets.audit.concepts import corpus_texts, vocabulary
+    from formula_assets.audit.concepts import ConceptSense, corpus_texts, vocabulary
     from formula_assets.audit.leads import LeadFinder
     from formula_assets.audit.table import build_audit, loaded_models
     from formula_assets.search.catalogue import Catalogue
@@ -53,12 +53,15 @@ def annotation_audit(
             f"semantic_embeddings ({recorded}): refresh semantic_embeddings first"
         )
     cache = sentence_embedder.cache(embedder, "semantic_embeddings", context.log.warning)
-    texts = corpus_texts(formulae, vocabulary(formulae))
+    concepts = vocabulary(formulae)
+    texts = corpus_texts(formulae, concepts)
     # the width of the vectors this model made: with every text cached, it is never loaded
     width = semantic_embeddings.column("embedding").type.list_size
     with one_thread():  # the vectors of texts new to the cache, the same in every process
         matrix, stats = embed_texts(texts, embedder, cache, dimension=width)
     context.log.info(f"{stats.embedded:,} texts embedded, {stats.cached:,} from cache")
+    vectors = dict(zip(texts, matrix, strict=True))
+    aggregation = recorded_aggregation(semantic_embeddings) or "sum"
     # kept for the next audit
     with frozen_store(
         sentence_embedder.frozen_layers_store(), context.log.warning, sentence_embedder.model_dir()
@@ -68,12 +71,13 @@ def annotation_audit(
             search_index,
             dict(zip(cv_folds["qid"].to_pylist(), cv_folds["fold"].to_pylist(), strict=True)),
             loaded_models(list(fold_models.values())),
-            dict(zip(texts, matrix, strict=True)),
-            recorded_aggregation(semantic_embeddings) or "sum",
+            vectors,
+            aggregation,
             LeadFinder(
                 Catalogue.from_tables(wikidata_formulae, structure_index),
                 StructureIndex(structure_index),
                 parse_options(Settings.from_environment().styled_letters),
+                ConceptSense(formulae, concepts, vectors, aggregation),
             ),
         )
     scored = table.filter(table["scored"])
