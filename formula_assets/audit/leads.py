@@ -13,15 +13,13 @@ and the corpus — with the item's own annotations hidden. The kinds, most actio
 * `doubted_concept`: an annotated concept formulae of the same shape do not give that symbol,
   stronger where the held-out models also find the concept a poor fit;
 * `symbol_not_in_formula`: an annotated symbol that is none of the formula's identifiers (for
-  an item whose concepts repeat — several defining formulae, one stored — it may belong to
-  another formula, and says so);
+  an item with several defining formulae it may belong to another one, and says so);
 * `two_concepts_on_symbol`, `concept_on_two_symbols`: one symbol with two concepts, or one
   concept on two symbols (often right: a vector and its magnitude; last).
 """
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -148,7 +146,7 @@ class LeadFinder:
         identifiers, readings, loose, written = explained
         item = self.catalogue.qids[row]
         annotations = self.catalogue.annotations[row]
-        several = _repeats(self.catalogue.concepts[row])
+        several = self.catalogue.several_formulae[row]
         by_symbol: dict[str, set[str]] = {}
         for a in annotations:
             if a.identifier:
@@ -192,13 +190,6 @@ def _word(name: str) -> bool:
     which editors annotate only where formulae of the same shape do."""
     base = name.split("_", 1)[0]
     return len(base) > 1 and base.isalpha()
-
-
-def _repeats(concepts: Sequence[Mapping]) -> bool:
-    """Whether an item lists a concept twice: one of several defining formulae is stored,
-    with the concepts of all of them."""
-    seen = Counter((c.get("qid"), c.get("symbol_mathml")) for c in concepts)
-    return any(n > 1 for n in seen.values())
 
 
 def _aligned_share(explanation: Reading) -> float:
@@ -386,7 +377,7 @@ def _not_in_formula(
         if a.identifier in (None, TEMPLATE) or _written(a.identifier, identifiers | written):
             continue
         where = (
-            "; the item lists its concepts twice, so it may belong to another of its formulae"
+            "; the item has several defining formulae, so it may belong to another of them"
             if several
             else ""
         )

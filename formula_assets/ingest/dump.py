@@ -52,7 +52,14 @@ from urllib.parse import quote
 from latex2mathml import converter
 
 from formula_assets.core.settings import ACCEPT_PARTIAL_DUMP_ENV
-from formula_assets.ingest.records import Concept, FormulaRecord, clean_text, is_qid, utc
+from formula_assets.ingest.records import (
+    Concept,
+    FormulaRecord,
+    clean_text,
+    is_qid,
+    utc,
+    with_distinct_concepts,
+)
 from formula_assets.ingest.snapshot import paper_folds
 
 DEFINING_FORMULA = "P2534"
@@ -108,6 +115,7 @@ class _Pending:
     pairs: list[tuple[str, str | None]]  # (concept qid, symbol MathML)
     notes: list[str]
     aliases: list[str] = field(default_factory=list)
+    other_formulae: list[str] = field(default_factory=list)  # MathML
 
 
 @dataclass
@@ -436,7 +444,8 @@ def _item_id(value: object) -> str | None:
 
 def _pending(entity: Json) -> _Pending:
     notes: list[str] = []
-    tex = _formula_tex(_formula_statements(entity), notes)
+    texts = _formula_texts(_formula_statements(entity), notes)
+    tex = texts[0] if texts else None
     mathml = None
     if tex is not None:
         mathml, reason = tex_to_mathml(tex)
@@ -455,10 +464,12 @@ def _pending(entity: Json) -> _Pending:
         pairs=pairs,
         notes=notes,
         aliases=_english_aliases(entity),
+        other_formulae=_other_formulae(texts[1:], mathml, notes),
     )
 
 
-def _formula_tex(statements: list[Json], notes: list[str]) -> str | None:
+def _formula_texts(statements: list[Json], notes: list[str]) -> list[str]:
+    """The distinct TeX values of the best-rank defining formulae, in statement order."""
     values: list[str] = []
     for statement in statements:
         snak = statement.get("mainsnak")
@@ -471,10 +482,26 @@ def _formula_tex(statements: list[Json], notes: list[str]) -> str | None:
             notes.append("defining formula statement without a TeX string value skipped")
     if not values:
         notes.append("no defining formula value")
-        return None
-    if len(values) > 1:
-        notes.append(f"{len(values)} defining formulas of the best rank; kept the first")
-    return values[0]
+    distinct = list(dict.fromkeys(values))
+    if len(distinct) > 1:
+        notes.append(
+            f"{len(distinct)} distinct defining formulas of the best rank; the first in mathml, "
+            "the others in other_formulae"
+        )
+    return distinct
+
+
+def _other_formulae(texts: list[str], mathml: str | None, notes: list[str]) -> list[str]:
+    """The MathML of the further defining formulae, each once and none repeating `mathml`;
+    one that does not convert is left out with a note, as a column of MathML cannot hold it."""
+    converted: dict[str, None] = {}
+    for tex in texts:
+        other, reason = tex_to_mathml(tex)
+        if other is None:
+            notes.append(f"defining formula {tex!r} not converted to MathML ({reason})")
+        elif other != mathml:
+            converted[other] = None
+    return list(converted)
 
 
 def _concept_pairs(entity: Json, notes: list[str]) -> list[tuple[str, str | None]]:
@@ -542,18 +569,19 @@ def _record(
     retrieved_at: datetime,
 ) -> FormulaRecord:
     notes = list(pending.notes)
-    concepts: dict[Concept, None] = {}
+    concepts: list[Concept] = []
     for qid, symbol in pending.pairs:
         label, description = found.get(qid, (None, None))
         if qid not in found:
             notes.append(f"concept {qid} not in the dump: no label or description")
-        concepts[Concept(qid, label, description, symbol)] = None
-    return FormulaRecord(
+        concepts.append(Concept(qid, label, description, symbol))
+    record = FormulaRecord(
         qid=pending.qid,
         label=pending.label,
         description=pending.description,
         aliases=pending.aliases,
         mathml=pending.mathml,
+        other_formulae=pending.other_formulae,
         concepts=sorted(
             concepts,
             key=lambda c: (int(c.qid[1:]), c.symbol_mathml is None, c.symbol_mathml or ""),
@@ -565,3 +593,4 @@ def _record(
         retrieved_at=retrieved_at,
         notes=list(dict.fromkeys(notes)),
     )
+    return with_distinct_concepts(record)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 
 import pyarrow as pa
@@ -72,6 +72,10 @@ class FormulaRecord:
     notes: list[str] = field(default_factory=list)
     # Other English names of the item (Wikidata's aliases, skos:altLabel), sorted.
     aliases: list[str] = field(default_factory=list)
+    # The MathML of the item's further distinct defining formulae; `mathml` is the first.
+    other_formulae: list[str] = field(default_factory=list)
+    # Concept entries dropped as exact repeats of (qid, symbol) by `with_distinct_concepts`.
+    repeated_concepts: int = 0
 
 
 CONCEPT_TYPE = pa.struct(
@@ -91,7 +95,9 @@ FORMULA_SCHEMA = pa.schema(
         ("aliases", pa.list_(pa.string())),
         ("mathml", pa.string()),
         ("tex", pa.string()),
+        ("other_formulae", pa.list_(pa.string())),
         ("concepts", pa.list_(CONCEPT_TYPE)),
+        ("repeated_concepts", pa.int32()),
         ("unassigned_descriptions", pa.list_(pa.string())),
         ("enwiki", pa.string()),
         ("paper_fold", pa.int8()),
@@ -103,6 +109,27 @@ FORMULA_SCHEMA = pa.schema(
 
 # Columns that describe a pull rather than Wikidata's content; the data version ignores them.
 VOLATILE_COLUMNS = ("retrieved_at",)
+
+
+def with_distinct_concepts(record: FormulaRecord) -> FormulaRecord:
+    """The record with each (concept qid, symbol) once, the first kept, and the dropped repeats
+    counted in `repeated_concepts`.
+
+    A source may state a concept again per defining formula (the snapshot) or per statement;
+    kept, it would count twice downstream. A concept without a known symbol is kept every time:
+    the symbols it stands for may differ. Every reader calls this, so every source agrees.
+    """
+    seen: set[tuple[str, str]] = set()
+    kept: list[Concept] = []
+    for concept in record.concepts:
+        if concept.symbol_mathml is not None:
+            key = (concept.qid, concept.symbol_mathml)
+            if key in seen:
+                continue
+            seen.add(key)
+        kept.append(concept)
+    dropped = len(record.concepts) - len(kept)
+    return replace(record, concepts=kept, repeated_concepts=record.repeated_concepts + dropped)
 
 
 def valid_text(value: str | None) -> str | None:
@@ -128,6 +155,7 @@ def records_to_table(records: Iterable[FormulaRecord]) -> pa.Table:
         columns["aliases"].append([t(a) for a in r.aliases])
         columns["mathml"].append(t(r.mathml))
         columns["tex"].append(t(r.tex))
+        columns["other_formulae"].append([t(f) for f in r.other_formulae])
         columns["concepts"].append(
             [
                 {
@@ -139,6 +167,7 @@ def records_to_table(records: Iterable[FormulaRecord]) -> pa.Table:
                 for c in r.concepts
             ]
         )
+        columns["repeated_concepts"].append(r.repeated_concepts)
         columns["unassigned_descriptions"].append([t(d) for d in r.unassigned_descriptions])
         columns["enwiki"].append(r.enwiki)
         columns["paper_fold"].append(r.paper_fold)

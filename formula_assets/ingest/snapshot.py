@@ -4,6 +4,10 @@ Its `conceptDescriptions` list is not aligned with `concepts`: a concept without
 description is simply absent from it. `align_descriptions` recovers the alignment from what
 the whole snapshot says about each concept, and never guesses: a description that fits more
 than one concept stays in `unassigned_descriptions`.
+
+It holds one defining formula per item (`other_formulae` is empty) but the concept statements
+of all of an item's formulae: 109 items list a concept once per formula, and the reader keeps
+one of each (`with_distinct_concepts`, counted in `repeated_concepts`).
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from formula_assets.ingest.records import (
     clean_text,
     is_qid,
     qid_from_uri,
+    with_distinct_concepts,
 )
 
 SNAPSHOT_RESOURCE = "wikidata_formulae_snapshot.jsonl.gz"
@@ -219,7 +224,7 @@ def snapshot_records(path: Path | None = None) -> Iterator[FormulaRecord]:
         unknown_values = sum(1 for q in concepts if not is_qid(q))
         if unknown_values:
             notes.append(f"{unknown_values} statement(s) with an unknown-value concept skipped")
-        yield FormulaRecord(
+        record = FormulaRecord(
             qid=qid,
             label=clean_text(item.get("itemLabel")),
             description=description,
@@ -240,3 +245,4 @@ def snapshot_records(path: Path | None = None) -> Iterator[FormulaRecord]:
             source="snapshot",
             notes=notes,
         )
+        yield with_distinct_concepts(record)

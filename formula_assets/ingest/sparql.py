@@ -24,6 +24,7 @@ from formula_assets.ingest.records import (
     is_qid,
     qid_from_uri,
     utc,
+    with_distinct_concepts,
 )
 from formula_assets.ingest.snapshot import paper_folds
 from formula_assets.ingest.sparql_client import (
@@ -200,8 +201,8 @@ class _ItemRows:
         formulae = sorted(self.formulae)
         if len(formulae) > 1:
             notes.append(
-                f"{len(formulae)} distinct defining formulae (P2534); "
-                "kept the first in sorted order"
+                f"{len(formulae)} distinct defining formulae (P2534); the first in sorted order "
+                "in mathml, the others in other_formulae"
             )
         if self.skipped_statements:
             notes.append(
@@ -213,12 +214,13 @@ class _ItemRows:
             for (_, cqid, symbol), c in self.concepts.items()
         ]
         concepts.sort(key=lambda c: (int(c.qid[1:]), c.symbol_mathml or ""))
-        return FormulaRecord(
+        record = FormulaRecord(
             qid=qid,
             label=_first(self.labels),
             description=_first(self.descriptions),
             aliases=sorted(self.aliases),
             mathml=formulae[0] if formulae else None,
+            other_formulae=formulae[1:],
             concepts=concepts,
             source="sparql",
             enwiki=_first(self.enwikis),
@@ -226,6 +228,7 @@ class _ItemRows:
             retrieved_at=retrieved_at,
             notes=notes,
         )
+        return with_distinct_concepts(record)
 
 
 def _group(rows: Sequence[Row], asked: set[str], where: str) -> dict[str, _ItemRows]:

@@ -1,7 +1,8 @@
 """The items search answers with: one row each, in one order every channel maps into.
 
-Read from `wikidata_formulae` (label, description, aliases, the formula's MathML, concepts)
-and the annotations of `structure_index` (each concept with the identifier its symbol is).
+Read from `wikidata_formulae` (label, description, aliases, the formula's MathML, concepts,
+whether it has several defining formulae) and the annotations of `structure_index` (each
+concept with the identifier its symbol is).
 """
 
 from __future__ import annotations
@@ -14,7 +15,16 @@ import numpy as np
 import pyarrow as pa
 
 WIKIDATA = "https://www.wikidata.org/wiki/"
-ITEM_COLUMNS = ["qid", "label", "description", "aliases", "mathml", "concepts"]
+ITEM_COLUMNS = [
+    "qid",
+    "label",
+    "description",
+    "aliases",
+    "mathml",
+    "concepts",
+    "other_formulae",
+    "repeated_concepts",
+]
 
 
 @dataclass(frozen=True)
@@ -33,6 +43,8 @@ class Catalogue:
     mathml: list[str | None]
     concepts: list[list[dict]]
     annotations: list[list[Annotation]] = field(default_factory=list)
+    # whether the item has defining formulae besides `mathml`, its concepts possibly theirs
+    several_formulae: list[bool] = field(default_factory=list)
     _rows: dict[str, int] = field(default_factory=dict)
 
     @classmethod
@@ -43,14 +55,16 @@ class Catalogue:
         }
         qids = columns["qid"] or []
         n = len(qids)
+        concepts = [c or [] for c in (columns["concepts"] or [[]] * n)]
         catalogue = cls(
             qids=qids,
             labels=columns["label"] or [None] * n,
             descriptions=columns["description"] or [None] * n,
             aliases=[a or [] for a in (columns["aliases"] or [[]] * n)],
             mathml=columns["mathml"] or [None] * n,
-            concepts=[c or [] for c in (columns["concepts"] or [[]] * n)],
+            concepts=concepts,
             annotations=[[] for _ in range(n)],
+            several_formulae=_several_formulae(columns, concepts),
         )
         catalogue._rows = {q: i for i, q in enumerate(qids)}
         if structure is not None:
@@ -107,3 +121,19 @@ class Catalogue:
                 if a.label and a.concept not in labels:
                     labels[a.concept] = a.label
         return labels
+
+
+def _several_formulae(columns: Mapping[str, list | None], concepts: list[list[dict]]) -> list[bool]:
+    """Per item, whether it has further defining formulae: stored in `other_formulae`, or told
+    by the concepts the reader dropped as repeats (the snapshot states an item's concepts once
+    per formula but keeps one formula). A table stored before those columns existed still holds
+    the repeats themselves."""
+    others = columns["other_formulae"] or [None] * len(concepts)
+    repeated = columns["repeated_concepts"] or [_repeats(c) for c in concepts]
+    return [bool(o) or bool(r) for o, r in zip(others, repeated, strict=True)]
+
+
+def _repeats(concepts: list[dict]) -> int:
+    """How often a concept is listed again with the same known symbol."""
+    pairs = [(c.get("qid"), c.get("symbol_mathml")) for c in concepts if c.get("symbol_mathml")]
+    return len(pairs) - len(set(pairs))

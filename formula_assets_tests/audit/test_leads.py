@@ -7,6 +7,7 @@ import pytest
 from latex2mathml.converter import convert
 
 from formula_assets.audit.leads import (
+    ANOTHER_FORMULA,
     DOUBTED,
     NOT_IN_FORMULA,
     SWAPPED,
@@ -42,30 +43,37 @@ ITEMS: dict[str, tuple[str, list[tuple[tuple[str, str], str]]]] = {
 }
 
 
-def _records() -> pa.Table:
+def _records(changes: dict[str, dict] | None = None) -> pa.Table:
+    """The corpus; `changes`: qid → record fields that replace the written ones."""
     return records_to_table(
         [
             FormulaRecord(
-                qid=qid,
-                label=f"item {qid}",
-                description=None,
-                mathml=convert(tex),
-                concepts=[
-                    Concept(c, label, None, convert(symbol)) for (c, label), symbol in listed
-                ],
+                **{
+                    "qid": qid,
+                    "label": f"item {qid}",
+                    "description": None,
+                    "mathml": convert(tex),
+                    "concepts": [
+                        Concept(c, label, None, convert(symbol)) for (c, label), symbol in listed
+                    ],
+                    **(changes or {}).get(qid, {}),
+                }
             )
             for qid, (tex, listed) in ITEMS.items()
         ]
     )
 
 
-@pytest.fixture(scope="module")
-def finder() -> LeadFinder:
-    formulae = _records()
+def _finder(formulae: pa.Table) -> LeadFinder:
     pairs = zip(formulae["qid"].to_pylist(), formulae["mathml"].to_pylist(), strict=True)
     graphs = build_opt_graphs(pairs, OPTIONS).graphs
     table = structure_table(graphs, formulae, OPTIONS)
     return LeadFinder(Catalogue.from_tables(formulae, table), StructureIndex(table), OPTIONS)
+
+
+@pytest.fixture(scope="module")
+def finder() -> LeadFinder:
+    return _finder(_records())
 
 
 def leads(finder: LeadFinder, qid: str, doubt=None):
@@ -104,6 +112,33 @@ def test_a_concept_formulae_alike_do_not_give_the_symbol_is_doubted(finder) -> N
 def test_a_symbol_the_formula_does_not_write(finder: LeadFinder) -> None:
     found = [lead for lead in leads(finder, "Q7") if lead.kind == NOT_IN_FORMULA]
     assert [(lead.symbol, lead.concept) for lead in found] == [("M", MASS[0])]
+
+
+def _q7_with_mass_twice() -> pa.Table:
+    """Q7 as a table stored before readers dropped repeats: its concepts listed once per
+    formula, without `other_formulae` and `repeated_concepts`."""
+    listed = ITEMS["Q7"][1]
+    concepts = [Concept(c, label, None, convert(symbol)) for (c, label), symbol in listed]
+    table = _records({"Q7": {"concepts": concepts + concepts}})
+    return table.drop_columns(["other_formulae", "repeated_concepts"])
+
+
+@pytest.mark.parametrize(
+    "formulae",
+    [
+        lambda: _records({"Q7": {"other_formulae": [convert("M = d")]}}),
+        lambda: _records({"Q7": {"repeated_concepts": 4}}),
+        _q7_with_mass_twice,
+    ],
+    ids=["other formulae", "repeats dropped", "table stored with the repeats"],
+)
+def test_a_symbol_of_an_item_with_several_formulae_may_be_of_another(finder, formulae) -> None:
+    (alone,) = [lead for lead in leads(finder, "Q7") if lead.kind == NOT_IN_FORMULA]
+    (several,) = [lead for lead in leads(_finder(formulae()), "Q7") if lead.kind == NOT_IN_FORMULA]
+
+    assert several.score == pytest.approx(alone.score * ANOTHER_FORMULA)
+    assert several.text.endswith("so it may belong to another of them")
+    assert "another" not in alone.text
 
 
 def test_an_indexed_primed_or_differenced_form_writes_the_symbol(finder) -> None:

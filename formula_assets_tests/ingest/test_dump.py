@@ -228,12 +228,14 @@ def _expected() -> list[FormulaRecord]:
             description="formula whose TeX does not convert",
             mathml=None,
             tex="\\frac{",
+            other_formulae=[convert("x = 1")],
             concepts=[],
             source="dump",
             retrieved_at=NOW,
             notes=[
                 "unknown-value defining formula skipped",
-                "2 defining formulas of the best rank; kept the first",
+                "2 distinct defining formulas of the best rank; the first in mathml, "
+                "the others in other_formulae",
                 "defining formula TeX not converted to MathML (NoAvailableTokensError)",
             ],
         ),
@@ -248,6 +250,7 @@ def _expected() -> list[FormulaRecord]:
                 c("Q12", "mass", "property of matter", "m"),
                 c("Q13", "speed of light", None, "c"),
             ],
+            repeated_concepts=1,  # Q11 with E by P527 and again by P4934
             source="dump",
             enwiki="https://en.wikipedia.org/wiki/Mass%E2%80%93energy_equivalence_(Einstein%27s)",
             paper_fold=paper_folds()[FOLDED_QID],
@@ -742,3 +745,63 @@ def test_an_items_english_aliases_are_read_sorted_once_each(tmp_path: Path) -> N
     records = {r.qid: r for r in dump_records(path, now=lambda: NOW)}
     assert records["Q7"].aliases == ["Ohm law", "Ohms law"]
     assert records["Q8"].aliases == []
+
+
+def test_every_distinct_defining_formula_is_kept(tmp_path: Path) -> None:
+    """The first best-rank value is `mathml` (and `tex`); the others, each once, are
+    `other_formulae` in statement order; a repeat, a lower rank and an unconvertible one are not."""
+    item = _entity(
+        "Q7",
+        "Ohm's law",
+        None,
+        {
+            "P2534": [
+                _formula("V = R I"),
+                _formula("I = V / R"),
+                _formula("V = R I"),
+                _formula("R = V / I"),
+                _formula("x^"),
+                _formula("V = 0", rank="deprecated"),
+            ]
+        },
+    )
+    one = _entity("Q8", "single", None, {"P2534": [_formula("x = 1"), _formula("x = 1")]})
+    path = _write(tmp_path / "d.json", [_line(item), _line(one)])
+    records = {r.qid: r for r in dump_records(path, now=lambda: NOW)}
+
+    ohm = records["Q7"]
+    assert (ohm.tex, ohm.mathml) == ("V = R I", convert("V = R I"))
+    assert ohm.other_formulae == [convert("I = V / R"), convert("R = V / I")]
+    assert ohm.notes == [
+        "4 distinct defining formulas of the best rank; the first in mathml, "
+        "the others in other_formulae",
+        "defining formula 'x^' not converted to MathML (MissingSuperScriptOrSubscriptError)",
+    ]
+    assert records["Q8"].other_formulae == [] and records["Q8"].notes == []
+
+
+def test_a_concept_stated_twice_with_one_symbol_is_listed_once_and_counted(
+    tmp_path: Path,
+) -> None:
+    """Two statements of Q8 with `x` (one per formula) are one entry; `X` is another symbol, and
+    two symbols that did not convert may differ: those stay."""
+    item = _entity(
+        "Q7",
+        "two formulae",
+        None,
+        {
+            "P2534": [_formula("y = x"), _formula("y = X")],
+            "P527": [_part("Q8", "x", "X"), _part("Q8", "x"), _part("Q9", "a^", "b^")],
+            "P4934": [_part("Q8", "x", prop="P4934")],
+        },
+    )
+    lines = [_line(item), _line(_entity("Q8", "ex", None)), _line(_entity("Q9", "nine", None))]
+    (record,) = dump_records(_write(tmp_path / "d.json", lines), now=lambda: NOW)
+
+    assert [(c.qid, c.symbol_mathml) for c in record.concepts] == [
+        ("Q8", convert("X")),
+        ("Q8", convert("x")),
+        ("Q9", None),
+        ("Q9", None),
+    ]
+    assert record.repeated_concepts == 2

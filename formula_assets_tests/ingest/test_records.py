@@ -17,6 +17,7 @@ from formula_assets.ingest.records import (
     records_to_table,
     utc,
     valid_text,
+    with_distinct_concepts,
 )
 
 
@@ -92,6 +93,8 @@ def test_rows_are_sorted_by_numeric_qid_with_every_field_kept() -> None:
             unassigned_descriptions=["loose"],
             notes=["a note"],
             source="sparql",
+            other_formulae=["<math><mi>n</mi></math>"],
+            repeated_concepts=2,
         ),
         _record("Q9"),
         _record("Q100"),
@@ -111,6 +114,8 @@ def test_rows_are_sorted_by_numeric_qid_with_every_field_kept() -> None:
     ]
     assert [ten[k] for k in ("tex", "enwiki", "paper_fold", "source")] == ["m", "Mass", 3, "sparql"]
     assert ten["retrieved_at"] == when
+    assert ten["other_formulae"] == ["<math><mi>n</mi></math>"] and ten["repeated_concepts"] == 2
+    assert rows[0]["other_formulae"] == [] and rows[0]["repeated_concepts"] == 0
     assert ten["unassigned_descriptions"] == ["loose"] and ten["notes"] == ["a note"]
     assert rows[0]["concepts"] == [] and rows[0]["source"] == "snapshot"
     assert rows[0]["notes"] == [] and rows[0]["retrieved_at"] is None
@@ -148,3 +153,37 @@ def test_undecodable_text_in_any_field_still_writes_parquet() -> None:
 def test_only_the_pull_time_is_volatile() -> None:
     assert VOLATILE_COLUMNS == ("retrieved_at",)
     assert set(VOLATILE_COLUMNS) <= set(FORMULA_SCHEMA.names)
+
+
+def test_a_concept_repeated_with_its_symbol_is_kept_once_and_counted() -> None:
+    """The first of each (qid, symbol) stays, in order; another symbol of the same concept and a
+    concept whose symbol is unknown are no repeats."""
+    m, v = "<mi>m</mi>", "<mi>v</mi>"
+    mass, speed = Concept("Q11", "mass", None, m), Concept("Q12", "speed", None, v)
+    record = _record(
+        "Q1",
+        concepts=[
+            mass,
+            speed,
+            mass,
+            Concept("Q11", "mass", None, v),
+            speed,
+            mass,
+            Concept("Q13", "time", None, None),
+            Concept("Q13", "time", None, None),
+        ],
+        repeated_concepts=1,
+    )
+
+    distinct = with_distinct_concepts(record)
+
+    assert distinct.concepts == [
+        mass,
+        speed,
+        Concept("Q11", "mass", None, v),
+        Concept("Q13", "time", None, None),
+        Concept("Q13", "time", None, None),
+    ]
+    assert distinct.repeated_concepts == 1 + 3  # a count given by the reader is kept
+    assert len(record.concepts) == 8  # the record read is left as it was
+    assert with_distinct_concepts(distinct) == distinct

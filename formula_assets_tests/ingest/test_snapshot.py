@@ -97,6 +97,23 @@ def test_repeated_concepts_share_one_description() -> None:
     assert symmetric == ({"Q3": AMBIGUOUS, "Q4": AMBIGUOUS}, ["y"])
 
 
+def test_a_concept_the_snapshot_repeats_per_formula_is_kept_once() -> None:
+    """The snapshot keeps one formula of an item but the concept statements of all: 109 items
+    list concepts again with the same symbol (571 entries); each is kept once, and counted."""
+    records = list(snapshot_records())
+    raw = {i["item"].rsplit("/", 1)[1]: i for i in read_snapshot_items()}
+    sign = next(r for r in records if r.qid == "Q105356164")  # complex sign function
+
+    assert len(raw["Q105356164"]["concepts"]) == 14
+    assert (len(sign.concepts), sign.repeated_concepts) == (7, 7)
+    assert sum(r.repeated_concepts > 0 for r in records) == 109
+    assert sum(r.repeated_concepts for r in records) == 571
+    for record in records:
+        pairs = [(c.qid, c.symbol_mathml) for c in record.concepts if c.symbol_mathml]
+        assert len(pairs) == len(set(pairs)), record.qid
+    assert all(r.other_formulae == [] for r in records)
+
+
 def test_paper_folds_cover_the_snapshot() -> None:
     folds = paper_folds()
     assert len(folds) == 1758 and set(folds.values()) == {1, 2, 3, 4, 5}

@@ -96,22 +96,42 @@ def test_same_concept_in_two_statements_keeps_both_symbols(sparql_server: FakeWd
     ]
 
 
-def test_missing_optionals_are_none_and_extra_formulae_noted(sparql_server: FakeWdqs) -> None:
+def test_missing_optionals_are_none_and_every_formula_is_kept(sparql_server: FakeWdqs) -> None:
     records = by_qid(pull(sparql_server))
     law = records["Q98765432"]
 
     assert law.enwiki is None
     assert law.description is None
-    assert law.mathml == min(
+    first, second = sorted(
         [math("<mi>τ</mi><mo>=</mo><mn>1</mn>"), math("<mn>1</mn><mo>=</mo><mi>τ</mi>")]
     )
-    assert law.notes == ["2 distinct defining formulae (P2534); kept the first in sorted order"]
-    # Two formulae doubled every concept row; the duplicates collapse.
+    assert (law.mathml, law.other_formulae) == (first, [second])
+    assert law.notes == [
+        "2 distinct defining formulae (P2534); the first in sorted order in mathml, "
+        "the others in other_formulae"
+    ]
+    # Two formulae doubled every concept row; the rows of one statement are one concept, and
+    # no statement repeats another.
     assert law.concepts == [
         Concept("Q123456789", "test constant", None, math("<mi>t</mi>")),
         Concept("Q123456789", "test constant", None, math("<mi>τ</mi>")),
     ]
+    assert law.repeated_concepts == 0
     assert records["Q1000"].concepts == []
+    assert records["Q1000"].other_formulae == []
+
+
+def test_three_formulae_keep_the_first_in_sorted_order_and_the_others(
+    sparql_server: FakeWdqs,
+) -> None:
+    formulae = (math("<mi>b</mi>"), math("<mi>c</mi>"), math("<mi>a</mi>"), math("<mi>b</mi>"))
+    sparql_server.edit("Q1000", formulae=formulae)
+
+    bare = by_qid(pull(sparql_server))["Q1000"]
+
+    assert bare.mathml == math("<mi>a</mi>")
+    assert bare.other_formulae == [math("<mi>b</mi>"), math("<mi>c</mi>")]
+    assert bare.notes[0].startswith("3 distinct defining formulae (P2534)")
 
 
 def test_paper_fold_comes_from_the_snapshot(sparql_server: FakeWdqs) -> None:
@@ -408,23 +428,23 @@ def test_malformed_probe_answers_are_errors(
 # --- what the rows say, as the records read it ----------------------------------------------------
 
 
-def test_a_concept_linked_by_two_statements_with_one_symbol_is_listed_twice(
+def test_a_concept_linked_by_two_statements_with_one_symbol_is_listed_once_and_counted(
     sparql_server: FakeWdqs,
 ) -> None:
-    """One concept per statement and symbol, as the paper snapshot lists them (109 of its
-    records name a concept twice with the same symbol); the dump source lists it once."""
+    """A concept with the same symbol in two statements is one entry, as every source lists
+    it; `repeated_concepts` counts the other. Another symbol of the concept is no repeat."""
     kinetic = sparql_server.world["Q46276"]
     mass_again = Statement("P527", "Q11423", (math("<mi>m</mi>"),))
     sparql_server.edit("Q46276", statements=(*kinetic.statements, mass_again))
 
-    concepts = by_qid(pull(sparql_server))["Q46276"].concepts
+    record = by_qid(pull(sparql_server))["Q46276"]
 
-    assert [(c.qid, c.symbol_mathml) for c in concepts] == [
-        ("Q11423", math("<mi>m</mi>")),
+    assert [(c.qid, c.symbol_mathml) for c in record.concepts] == [
         ("Q11423", math("<mi>m</mi>")),
         ("Q11465", math("<mi>v</mi>")),
         ("Q11465", math("<mo>|</mo><mi>v</mi><mo>|</mo>")),
     ]
+    assert record.repeated_concepts == 1
 
 
 def test_skipped_statements_are_counted_per_statement(sparql_server: FakeWdqs) -> None:

@@ -99,6 +99,8 @@ def wikidata_formulae(
             "items": table.num_rows,
             "sample": size if size is not None else "all",
             "concept_links": sum(len(r.concepts) for r in rows),
+            "repeated_concepts": sum(r.repeated_concepts for r in rows),
+            "with_other_formulae": sum(bool(r.other_formulae) for r in rows),
             "with_paper_fold": sum(r.paper_fold is not None for r in rows),
             "items_with_notes": sum(bool(r.notes) for r in rows),
             "note_kinds": dg.MetadataValue.json(dict(notes.most_common(20))),
