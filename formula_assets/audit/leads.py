@@ -134,8 +134,19 @@ class LeadFinder:
         readings = explain_symbols(
             identifiers, aligned, found_rows, catalogue, use, self.labels, exclude=row
         )
-        written = _written_names(tree) | {_same_letter(t) for t in _tokens(mathml, self.options)}
+        written = set()
+        for formula in [mathml, *catalogue.other_formulae[row]]:
+            written |= self._written(formula)
         return identifiers, readings, placeholders(tree), written
+
+    def _written(self, mathml: str) -> set[str]:
+        """Every name a formula writes, as the tree names it and as its tokens are written;
+        nothing for one that does not parse."""
+        try:
+            names = _written_names(written_order(parse_mathml(mathml, self.options)))
+            return names | {_same_letter(t) for t in _tokens(mathml, self.options)}
+        except (MathMLError, TooDeep):
+            return set()
 
     def leads(self, row: int, doubt: Mapping[str, float] | None = None) -> list[Lead]:
         """The item's leads, strongest first (`doubt`: concept → how poorly the held-out
@@ -146,7 +157,8 @@ class LeadFinder:
         identifiers, readings, loose, written = explained
         item = self.catalogue.qids[row]
         annotations = self.catalogue.annotations[row]
-        several = self.catalogue.several_formulae[row]
+        # several formulae, not all stored: an annotation may be of one that is not here
+        unseen = self.catalogue.several_formulae[row] and not self.catalogue.other_formulae[row]
         by_symbol: dict[str, set[str]] = {}
         for a in annotations:
             if a.identifier:
@@ -162,7 +174,7 @@ class LeadFinder:
                     out.append(lead)
         out += _swapped(by_symbol, reading, self.labels)
         out += _doubted(by_symbol, reading, self.labels, doubt or {})
-        out += _not_in_formula(annotations, set(identifiers), written, several)
+        out += _not_in_formula(annotations, set(identifiers), written, unseen)
         out += _shared(annotations, set(identifiers), self.labels)
         return sorted(out, key=lambda lead: (-lead.score, KINDS.index(lead.kind)))
 
@@ -370,15 +382,17 @@ def _written(symbol: str, written: set[str]) -> bool:
 
 
 def _not_in_formula(
-    annotations: Sequence[Annotation], identifiers: set[str], written: set[str], several: bool
+    annotations: Sequence[Annotation], identifiers: set[str], written: set[str], unseen: bool
 ) -> list[Lead]:
+    """Annotated symbols none of the item's formulae write (`written`: the names of all of
+    them); `unseen`: the item has formulae the data does not hold."""
     out = []
     for a in annotations:
         if a.identifier in (None, TEMPLATE) or _written(a.identifier, identifiers | written):
             continue
         where = (
             "; the item has several defining formulae, so it may belong to another of them"
-            if several
+            if unseen
             else ""
         )
         out.append(
@@ -386,7 +400,7 @@ def _not_in_formula(
                 NOT_IN_FORMULA,
                 f"the symbol {a.identifier} of {_named(a.concept, a.label)} is not in the "
                 f"formula (its identifiers: {', '.join(sorted(identifiers))}){where}",
-                WEIGHT[NOT_IN_FORMULA] * (ANOTHER_FORMULA if several else 1.0),
+                WEIGHT[NOT_IN_FORMULA] * (ANOTHER_FORMULA if unseen else 1.0),
                 symbol=a.identifier,
                 concept=a.concept,
             )

@@ -45,6 +45,8 @@ class Catalogue:
     annotations: list[list[Annotation]] = field(default_factory=list)
     # whether the item has defining formulae besides `mathml`, its concepts possibly theirs
     several_formulae: list[bool] = field(default_factory=list)
+    # the MathML of those further formulae where the source stores them (not the snapshot)
+    other_formulae: list[list[str]] = field(default_factory=list)
     _rows: dict[str, int] = field(default_factory=dict)
 
     @classmethod
@@ -65,6 +67,7 @@ class Catalogue:
             concepts=concepts,
             annotations=[[] for _ in range(n)],
             several_formulae=_several_formulae(columns, concepts),
+            other_formulae=[o or [] for o in (columns["other_formulae"] or [[]] * n)],
         )
         catalogue._rows = {q: i for i, q in enumerate(qids)}
         if structure is not None:

@@ -126,11 +126,10 @@ def _q7_with_mass_twice() -> pa.Table:
 @pytest.mark.parametrize(
     "formulae",
     [
-        lambda: _records({"Q7": {"other_formulae": [convert("M = d")]}}),
         lambda: _records({"Q7": {"repeated_concepts": 4}}),
         _q7_with_mass_twice,
     ],
-    ids=["other formulae", "repeats dropped", "table stored with the repeats"],
+    ids=["repeats dropped", "table stored with the repeats"],
 )
 def test_a_symbol_of_an_item_with_several_formulae_may_be_of_another(finder, formulae) -> None:
     (alone,) = [lead for lead in leads(finder, "Q7") if lead.kind == NOT_IN_FORMULA]
@@ -139,6 +138,19 @@ def test_a_symbol_of_an_item_with_several_formulae_may_be_of_another(finder, for
     assert several.score == pytest.approx(alone.score * ANOTHER_FORMULA)
     assert several.text.endswith("so it may belong to another of them")
     assert "another" not in alone.text
+
+
+def test_a_symbol_is_judged_against_every_stored_formula(finder) -> None:
+    """Q7's M is in its other formula `M = d`: no lead. Where the other formulae are stored
+    and none writes it, the lead stands at full weight: no unseen formula can hold it."""
+    other = _finder(_records({"Q7": {"other_formulae": [convert("M = d")]}}))
+    assert [lead for lead in leads(other, "Q7") if lead.kind == NOT_IN_FORMULA] == []
+    (alone,) = [lead for lead in leads(finder, "Q7") if lead.kind == NOT_IN_FORMULA]
+    stored = _finder(
+        _records({"Q7": {"other_formulae": [convert("v = s / t")], "repeated_concepts": 4}})
+    )
+    (lead,) = [lead for lead in leads(stored, "Q7") if lead.kind == NOT_IN_FORMULA]
+    assert lead.score == alone.score and "another" not in lead.text
 
 
 def test_an_indexed_primed_or_differenced_form_writes_the_symbol(finder) -> None:
