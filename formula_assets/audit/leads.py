@@ -12,6 +12,9 @@ and the corpus — with the item's own annotations hidden. The kinds, most actio
 * `swapped_symbols`: two annotated identifiers each read as the other's concept;
 * `doubted_concept`: an annotated concept formulae of the same shape do not give that symbol,
   stronger where the held-out models also find the concept a poor fit;
+* `wrong_sense`: an annotated concept far from the item's field where a concept of the same
+  name fits it (the statistical "degrees of freedom" on a phase rule, the taxonomic "order"
+  on Bragg's law);
 * `symbol_not_in_formula`: an annotated symbol that is none of the formula's identifiers (for
   an item with several defining formulae it may belong to another one, and says so);
 * `two_concepts_on_symbol`, `concept_on_two_symbols`: one symbol with two concepts, or one
@@ -42,14 +45,16 @@ from formula_assets.syntax.mathml import MathMLError, ParseOptions, parse_mathml
 UNANNOTATED = "unannotated_symbol"
 SWAPPED = "swapped_symbols"
 DOUBTED = "doubted_concept"
+WRONG_SENSE = "wrong_sense"
 NOT_IN_FORMULA = "symbol_not_in_formula"
 TWO_CONCEPTS = "two_concepts_on_symbol"
 TWO_SYMBOLS = "concept_on_two_symbols"
-KINDS = (UNANNOTATED, SWAPPED, DOUBTED, NOT_IN_FORMULA, TWO_CONCEPTS, TWO_SYMBOLS)
+KINDS = (UNANNOTATED, SWAPPED, WRONG_SENSE, DOUBTED, NOT_IN_FORMULA, TWO_CONCEPTS, TWO_SYMBOLS)
 # how much an editor can act on a lead of each kind, times its evidence's strength
 WEIGHT: Mapping[str, float] = {
     UNANNOTATED: 1.0,
     SWAPPED: 0.9,
+    WRONG_SENSE: 0.8,
     DOUBTED: 0.7,
     NOT_IN_FORMULA: 0.6,
     TWO_CONCEPTS: 0.2,
@@ -60,6 +65,9 @@ CORPUS_VOTES = 2  # the corpus' items counted as a reading's support, at most
 NO_READING = 0.3  # an unannotated quantity without a suggestion still needs a concept
 ANOTHER_FORMULA = 0.2  # a symbol of an item with several formulae may be of the other one
 DOUBT_FLOOR = 0.4  # the reading that must beat the annotation for a doubt
+FAR_SENSE = 0.5  # a concept less than half as close to the item as its own concepts
+SENSE_GAP = 0.3  # how much closer the namesake must be
+MODELS_DOUBT = 0.5  # the held-out models rank the concept in the worse half for the formula
 FOUND_DEPTH = 10
 TEMPLATE = "∅"  # a symbol of brackets only, `[ ]` or `( , )`: notation, not an identifier
 # the signs an editor annotates for a layout the tree names: a root, a fraction
@@ -108,6 +116,9 @@ class LeadFinder:
         self._at = {q: i for i, q in enumerate(structure.qids)}
         self.use = catalogue.symbol_use()
         self.labels = catalogue.concept_labels()
+        self._by_label: dict[str, set[str]] = {}
+        for concept, label in self.labels.items():
+            self._by_label.setdefault(_label_key(label), set()).add(concept)
 
     def explain(
         self, row: int
@@ -174,9 +185,52 @@ class LeadFinder:
                     out.append(lead)
         out += _swapped(by_symbol, reading, self.labels)
         out += _doubted(by_symbol, reading, self.labels, doubt or {})
+        out += self._wrong_sense(item, annotations, doubt or {})
         out += _not_in_formula(annotations, set(identifiers), written, unseen)
         out += _shared(annotations, set(identifiers), self.labels)
         return sorted(out, key=lambda lead: (-lead.score, KINDS.index(lead.kind)))
+
+    def _namesakes(self, concept: str) -> set[str]:
+        """The other concepts of the corpus with this concept's label: "order" the taxonomic
+        rank and "order" of a reflexion, "degrees of freedom" of statistics and of physics.
+        (A longer label holding it — "path integral" for "integral" — is a narrower concept,
+        not another sense: always nearer to a narrow item, never evidence.)"""
+        label = _label_key(self.labels.get(concept) or "")
+        return (self._by_label.get(label, set()) - {concept}) if label else set()
+
+    def _wrong_sense(
+        self, item: str, annotations: Sequence[Annotation], doubt: Mapping[str, float]
+    ) -> list[Lead]:
+        """Annotated concepts far from the item's field, that the held-out models also find a
+        poor fit for the formula, with a namesake nearer the field."""
+        if self.sense is None:
+            return []
+        out = []
+        for a in annotations:
+            fit = self.sense(item, a.concept)
+            if fit >= FAR_SENSE or a.concept == item or doubt.get(a.concept, 0.0) < MODELS_DOUBT:
+                continue
+            closer = sorted(
+                ((self.sense(item, c), c) for c in self._namesakes(a.concept)), reverse=True
+            )
+            if not closer or closer[0][0] < fit + SENSE_GAP:
+                continue
+            better, concept = closer[0]
+            on = f" on {a.identifier}" if a.identifier else ""
+            out.append(
+                Lead(
+                    WRONG_SENSE,
+                    f"{_named(a.concept, a.label)}{on} is far from what the item is about "
+                    f"({fit:.0%} of its concepts' usual closeness); its namesake {concept} "
+                    f"({better:.0%}) may be the sense meant",
+                    WEIGHT[WRONG_SENSE] * (better - fit),
+                    symbol=a.identifier,
+                    concept=a.concept,
+                    suggestion=concept,
+                    suggestion_label=self.labels.get(concept),
+                )
+            )
+        return out
 
     def _covered(self, row: int, identifiers: set[str], annotated: set[str]) -> set[str]:
         """Identifiers an annotation means though it does not name them: those written
@@ -195,6 +249,10 @@ class LeadFinder:
                 out |= _written_names(tree) & identifiers
         loose = {_base(a) for a in annotated - identifiers}
         return out | {name for name in identifiers if _base(name) in loose}
+
+
+def _label_key(label: str) -> str:
+    return " ".join(label.casefold().replace("-", " ").split())
 
 
 def _word(name: str) -> bool:

@@ -13,6 +13,7 @@ from formula_assets.audit.leads import (
     SWAPPED,
     TWO_CONCEPTS,
     UNANNOTATED,
+    WRONG_SENSE,
     LeadFinder,
     _addition,
     priority,
@@ -27,6 +28,7 @@ from formula_assets.syntax.opt import build_opt_graphs
 OPTIONS = ParseOptions()
 MASS, ACCEL, FORCE = ("Q11423", "mass"), ("Q11376", "acceleration"), ("Q11402", "force")
 TIME, SPEED, DIST = ("Q11471", "time"), ("Q3711325", "speed"), ("Q126017", "distance")
+TAXON, REFLEXION, WAVE = ("Q36602", "order"), ("Q105488155", "Order"), ("Q41364", "wavelength")
 # items and their annotations: (concept, symbol as TeX)
 ITEMS: dict[str, tuple[str, list[tuple[tuple[str, str], str]]]] = {
     "Q1": ("F = m a", [(FORCE, "F"), (MASS, "m"), (ACCEL, "a")]),
@@ -40,6 +42,9 @@ ITEMS: dict[str, tuple[str, list[tuple[tuple[str, str], str]]]] = {
     "Q9": ("v = d / t", [(SPEED, "v"), (DIST, "d"), (TIME, "t"), (SPEED, "t")]),
     # one symbol for the indexed ones, a derivative's prime, a difference's Δ: all written
     "Q10": ("F = m_1 m_2 + \\Delta U + E'", [(MASS, "m"), (FORCE, "F'"), (TIME, "U"), (DIST, "E")]),
+    # two concepts named "order": Q11's may be the wrong sense
+    "Q11": ("n \\lambda = 2 d", [(TAXON, "n"), (WAVE, "\\lambda"), (DIST, "d")]),
+    "Q12": ("N = h k", [(REFLEXION, "N"), (WAVE, "h"), (DIST, "k")]),
 }
 
 
@@ -201,3 +206,23 @@ def test_the_audit_table_carries_the_leads_strongest_item_first(finder: LeadFind
     assert lacking["items"] and set(lacking["items"]) <= set(ITEMS)
     lines = [line for line in tsv_rows(audit, len(ITEMS)) if line[0] == "Q4"]
     assert lines[0][3] == UNANNOTATED and lines[0][6] == f'Q4|P527|{ACCEL[0]}|P7235|"a"'
+
+
+def test_a_concept_far_from_the_item_with_a_namesake_nearer_is_the_wrong_sense(finder) -> None:
+    """Q11's "order" is far from the item (0.1 of its concepts' closeness) where the other
+    "order" fits (0.9), and the held-out models doubt it: a lead naming the namesake. Without
+    the models' doubt, or a namesake, or a sense to read, there is none."""
+
+    def sense(item: str, concept: str) -> float:
+        return {(("Q11", TAXON[0])): 0.1, ("Q11", REFLEXION[0]): 0.9}.get((item, concept), 1.0)
+
+    def wrong(doubt: dict[str, float], with_sense=sense):
+        sensed = LeadFinder(finder.catalogue, finder.structure, OPTIONS, with_sense)
+        return [lead for lead in leads(sensed, "Q11", doubt) if lead.kind == WRONG_SENSE]
+
+    [lead] = wrong({TAXON[0]: 0.8})
+    assert (lead.symbol, lead.concept, lead.suggestion) == ("n", TAXON[0], REFLEXION[0])
+    assert lead.score == pytest.approx(0.8 * (0.9 - 0.1)) and "namesake Q105488155" in lead.text
+    assert wrong({TAXON[0]: 0.2}) == []  # the models find it fits the formula
+    assert wrong({TAXON[0]: 0.8}, lambda item, concept: 1.0) == []  # as close as the others
+    assert [x for x in leads(finder, "Q11", {TAXON[0]: 0.8}) if x.kind == WRONG_SENSE] == []
