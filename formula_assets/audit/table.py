@@ -1,4 +1,4 @@
-"""The `annotation_audit` table: one row per formula item, most suspicious first, and what
+"""The `annotation_audit` table: one row per formula item, the editors' queue order, and what
 editors read of it (its findings in words, tab-separated rows) and the checks' rules."""
 
 from __future__ import annotations
@@ -335,7 +335,12 @@ def tsv_rows(audit: pa.Table, top: int) -> list[list[str]]:
     """The editors' list: one line per lead of the first `top` items of the queue (one line
     for an item only the models doubt). QuickStatements in its one-line form: `|` between
     fields, `||` between commands."""
-    return [line for r in top_rows(audit, top) for line in _tsv_lines(r)]
+    return [[_cell(c) for c in line] for r in top_rows(audit, top) for line in _tsv_lines(r)]
+
+
+def _cell(text: str) -> str:
+    """A TSV cell: no tab or line break inside."""
+    return " ".join(text.split("\t")).replace("\r", " ").replace("\n", " ")
 
 
 def _number(value: float | None, digits: int) -> str:

@@ -225,7 +225,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     serving.set_defaults(handler=_serve)
     audit = commands.add_parser(
-        "audit", help="the formula annotations the held-out models find most suspicious"
+        "audit", help="the editors' queue of formula annotations to check, strongest lead first"
     )
     audit.add_argument("--top", type=int, default=25, help="how many items (25)")
     audit.add_argument("--tsv", metavar="FILE", help="also write them as tab-separated values")

@@ -57,7 +57,11 @@ def run_audit(args: argparse.Namespace) -> int:
     if args.tsv is not None:
         try:
             with Path(args.tsv).open("w", encoding="utf-8", newline="") as handle:
-                writer = csv.writer(handle, delimiter="\t", lineterminator="\n")
+                # plain TSV, no quoting: a QuickStatements cell reads as it is (cells hold no tabs)
+                writer = csv.writer(
+                    handle, delimiter="\t", quoting=csv.QUOTE_NONE, quotechar=None,
+                    lineterminator="\n",
+                )  # fmt: skip
                 writer.writerow(TSV_COLUMNS)
                 lines = tsv_rows(audit, args.top)
                 writer.writerows(lines)

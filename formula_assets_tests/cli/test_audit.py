@@ -1,6 +1,6 @@
-"""`formula-assets audit`: what an editor reads — the most suspicious items, one line each with
-the finding beneath, how many could not be scored — and a clear error, exit 2, for a table
-that is missing or not Parquet."""
+"""`formula-assets audit`: what an editor reads — the head of the queue, one line each with
+the finding beneath (its strongest lead's kind, or the models' doubt), how many the models
+could not score — and a clear error, exit 2, for a table that is missing or not Parquet."""
 
 from __future__ import annotations
 
@@ -16,14 +16,23 @@ from formula_assets.cli.audit import run_audit
 WIKIDATA = "https://www.wikidata.org/wiki/"
 
 
-def item(qid: str, label: str | None, suspicion: float | None) -> dict:
+def item(qid: str, label: str | None, suspicion: float | None, lead: str | None = None) -> dict:
+    leads = (
+        [{"kind": "unannotated_symbol", "text": lead, "score": 0.75, "symbol": "m",
+          "concept": None, "suggestion": "Q11423", "suggestion_label": "mass", "items": ["Q5"],
+          "quickstatements": f'{qid}\tP527\tQ11423\tP7235\t"m"'}]
+        if lead else []
+    )  # fmt: skip
     return {
         "qid": qid,
         "label": label,
         "url": WIKIDATA + qid,
         "scored": suspicion is not None,
         "suspicion": suspicion,
-        "finding": f"finding of {qid}",
+        "priority": 0.75 if lead else 0.0,
+        "kind": "unannotated_symbol" if lead else None,
+        "leads": leads,
+        "finding": lead or f"finding of {qid}",
         "missing_concepts": [],
         "rank_formula_to_annotation": 3,
         "rank_annotation_to_formula": 4,
@@ -42,32 +51,44 @@ def audit(top: int = 25, tsv: Path | None = None) -> int:
     return run_audit(argparse.Namespace(top=top, tsv=tsv))
 
 
-def test_the_most_suspicious_items_with_their_findings(
+def test_the_head_of_the_queue_with_the_findings(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    rows = [item("Q1", "Ohm's law", 0.91234), item("Q22", None, 0.5), item("Q3", "x", None)]
+    rows = [
+        item("Q7", "Newton", None, lead="m has no concept"),
+        item("Q1", "Ohm's law", 0.91234),
+        item("Q22", None, 0.5),
+        item("Q3", "x", None),
+    ]
     lake_with(tmp_path, monkeypatch, rows)
-    assert audit(top=2) == 0
+    assert audit(top=3) == 0
     assert capsys.readouterr().out.splitlines() == [
-        "the 2 most suspicious of 3 formula items (1 not scored)",
-        f"  1.  0.912  Q1          Ohm's law  {WIKIDATA}Q1",
-        "             finding of Q1",
-        f"  2.  0.500  Q22         (no label)  {WIKIDATA}Q22",
-        "             finding of Q22",
+        "the first 3 of 4 formula items in the editors' queue (2 not scored by the models)",
+        f"  1.   0.750  Q7          Newton  {WIKIDATA}Q7",
+        "              unannotated_symbol: m has no concept",
+        f"  2. (0.912)  Q1          Ohm's law  {WIKIDATA}Q1",
+        "              model doubt: finding of Q1",
+        f"  3. (0.500)  Q22         (no label)  {WIKIDATA}Q22",
+        "              model doubt: finding of Q22",
     ]
 
 
 def test_every_item_scored_says_nothing_of_unscored_ones_and_writes_the_tsv(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    lake_with(tmp_path, monkeypatch, [item("Q1", "a", 0.2), item("Q2", "b", 0.1)])
+    lake_with(
+        tmp_path, monkeypatch, [item("Q1", "a", 0.2, lead="m has no concept"), item("Q2", "b", 0.1)]
+    )
     tsv = tmp_path / "audit.tsv"
     assert audit(top=1, tsv=tsv) == 0
     out = capsys.readouterr().out.splitlines()
-    assert out[0] == "the 1 most suspicious of 2 formula items"
-    assert out[-1] == f"wrote 1 rows to {tsv}"
+    assert out[0] == "the first 1 of 2 formula items in the editors' queue"
+    assert out[-1] == f"wrote 1 lines (1 items) to {tsv}"
     lines = tsv.read_text(encoding="utf-8").splitlines()
-    assert len(lines) == 2 and lines[1].startswith(f"Q1\ta\t{WIKIDATA}Q1\tfinding of Q1\t")
+    assert len(lines) == 2 and lines[1].split("\t")[:7] == [
+        "Q1", "a", f"{WIKIDATA}Q1", "unannotated_symbol", "m has no concept", "mass (Q11423)",
+        'Q1|P527|Q11423|P7235|"m"',
+    ]  # fmt: skip
 
 
 def test_a_table_that_is_not_parquet_is_a_clear_error(

@@ -100,7 +100,7 @@ def annotation_audit(
             )
             if scored.num_rows
             else 0.0,
-            "most_suspicious": annotation_audit_top(table),
+            "editors_queue": annotation_audit_top(table),
         },
     )
 
