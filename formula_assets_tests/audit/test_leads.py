@@ -12,15 +12,21 @@ from formula_assets.audit.leads import (
     NOT_IN_FORMULA,
     SWAPPED,
     TWO_CONCEPTS,
+    TWO_SYMBOLS,
     UNANNOTATED,
     WRONG_SENSE,
     LeadFinder,
     _addition,
+    _base,
+    _unannotated,
+    _word,
     priority,
+    support,
 )
 from formula_assets.audit.table import build_audit, ranks_in_range, tsv_rows
 from formula_assets.ingest.records import Concept, FormulaRecord, records_to_table
 from formula_assets.search.catalogue import Catalogue
+from formula_assets.search.explain import ALIGNED, CORPUS, Reading, SymbolExplanation
 from formula_assets.search.structure import StructureIndex, structure_table
 from formula_assets.syntax.mathml import ParseOptions
 from formula_assets.syntax.opt import build_opt_graphs
@@ -167,9 +173,97 @@ def test_placeholders_are_not_leads_but_their_quantities_are(finder: LeadFinder)
     assert [lead.symbol for lead in leads(finder, "Q8") if lead.kind == UNANNOTATED] == []
 
 
-def test_two_concepts_on_one_symbol(finder: LeadFinder) -> None:
+def test_two_concepts_on_one_symbol_and_one_concept_on_two(finder: LeadFinder) -> None:
     found = [lead for lead in leads(finder, "Q9") if lead.kind == TWO_CONCEPTS]
-    assert [lead.symbol for lead in found] == ["t"]
+    assert [(lead.symbol, lead.score) for lead in found] == [("t", 0.2)]
+    shared = [lead for lead in leads(finder, "Q9") if lead.kind == TWO_SYMBOLS]
+    assert [(lead.concept, lead.score) for lead in shared] == [(SPEED[0], 0.1)]
+    assert "annotated on t and v" in shared[0].text
+
+
+def test_each_kind_weighs_its_evidence_by_how_actionable_it_is(finder: LeadFinder) -> None:
+    """Exchanged symbols: 0.9 × the weaker reading; a doubted concept: 0.7 × the reading ×
+    (½ + ½ the models' percentile); a symbol not in the formula: 0.6."""
+    _, readings, _, _ = finder.explain(finder.catalogue.row("Q5"))
+    top = {e.identifier: e.readings[0].score for e in readings}
+    swapped = next(x for x in leads(finder, "Q5") if x.kind == SWAPPED)
+    assert swapped.score == pytest.approx(0.9 * min(top["a"], top["m"]))
+    _, readings, _, _ = finder.explain(finder.catalogue.row("Q6"))
+    best = next(e for e in readings if e.identifier == "a").readings[0].score
+    doubted = next(x for x in leads(finder, "Q6", {TIME[0]: 0.5}) if x.kind == DOUBTED)
+    assert doubted.score == pytest.approx(0.7 * best * 0.75)
+    (missing,) = [x for x in leads(finder, "Q7") if x.kind == NOT_IN_FORMULA]
+    assert missing.score == 0.6
+
+
+def explanation(score: float, aligned: float, corpus: float, items: int, count: int):
+    reading = Reading(
+        "Q1",
+        "x",
+        score,
+        {ALIGNED: aligned, CORPUS: corpus},
+        tuple(f"Q{n + 2}" for n in range(items)),
+    )
+    return SymbolExplanation("x", (reading,), count)
+
+
+def test_a_readings_support_counts_its_items_and_at_most_two_of_the_corpus() -> None:
+    (reading,) = explanation(0.8, 1.0, 0.5, 2, 4).readings  # 2 items, 0.5 × 4 = 2 of the corpus
+    assert support(reading, 4) == pytest.approx(1 - 0.5**4)
+    assert support(reading, 40) == pytest.approx(1 - 0.5**4)  # the corpus counts two at most
+    (alone,) = explanation(0.8, 1.0, 0.0, 0, 0).readings
+    assert support(alone, 0) == 0.5  # nothing but the reading: half sure
+    (one,) = explanation(0.8, 1.0, 0.25, 1, 4).readings
+    assert support(one, 4) == pytest.approx(0.75)
+
+
+def test_an_unannotated_quantitys_strength() -> None:
+    """0.8 × support (3 items: 0.875); half for a placeholder that formulae alike annotate;
+    times the sense; 0.3 without a reading; no lead for a placeholder nothing aligned names."""
+    read = explanation(0.8, 1.0, 0.5, 2, 2)
+    assert _unannotated("Q9", "x", read, False).score == pytest.approx(0.8 * 0.875)
+    assert _unannotated("Q9", "x", read, True).score == pytest.approx(0.4 * 0.875)
+    sensed = _unannotated("Q9", "x", read, False, lambda item, concept: 0.5)
+    assert sensed.score == pytest.approx(0.4 * 0.875)
+    weak = explanation(0.1, 1.0, 0.0, 0, 0)
+    assert _unannotated("Q9", "x", weak, False).score == pytest.approx(0.3 * 0.5)
+    nothing = SymbolExplanation("x", (), 0)
+    lead = _unannotated("Q9", "x", nothing, False)
+    assert lead.score == 0.3 and lead.suggestion is None and "nothing in the corpus" in lead.text
+    assert _unannotated("Q9", "x", nothing, True) is None
+    assert _unannotated("Q9", "x", explanation(0.8, 0.0, 1.0, 2, 2), True) is None
+
+
+@pytest.mark.parametrize(
+    ("name", "base"),
+    [("m_1", "m"), ("F′", "F"), ("A→", "A"), ("A¯", "A"), ("ΔU", "U"), ("Δ", "Δ"), ("ϕ", "φ")],
+)
+def test_a_names_base_letter(name: str, base: str) -> None:
+    assert _base(name) == base
+
+
+@pytest.mark.parametrize(
+    ("name", "word"),
+    [("hom", True), ("Ext_x", True), ("x", False), ("E_k", False), ("x1", False),
+     ("double-struck E", False)],
+)  # fmt: skip
+def test_a_name_of_several_letters_is_a_word(name: str, word: bool) -> None:
+    assert _word(name) is word
+
+
+@pytest.mark.parametrize(
+    ("tex", "symbol"),
+    [("y = \\sqrt{x}", "\\surd"), ("y = \\frac{a}{b}", "/"), ("a < b", "<")],
+)
+def test_a_sign_the_formula_writes_as_layout_or_relation_is_written(tex: str, symbol: str) -> None:
+    formula = FormulaRecord(
+        "Q1", "item", None, convert(tex), [Concept(FORCE[0], "f", None, convert(symbol))]
+    )
+    table = records_to_table([formula])
+    pairs = zip(table["qid"].to_pylist(), table["mathml"].to_pylist(), strict=True)
+    structure = structure_table(build_opt_graphs(pairs, OPTIONS).graphs, table, OPTIONS)
+    one = LeadFinder(Catalogue.from_tables(table, structure), StructureIndex(structure), OPTIONS)
+    assert [x for x in one.leads(0) if x.kind == NOT_IN_FORMULA] == []
 
 
 def test_the_queue_puts_the_strongest_lead_first(finder: LeadFinder) -> None:
