@@ -7,14 +7,13 @@ and the corpus — with the item's own annotations hidden. The kinds, most actio
 
 * `unannotated_symbol`: a quantity of the formula no annotation covers, with the concept it
   most likely denotes (placeholders — summation indices, integration variables, a
-  differential's `d`, a function's argument, `e` and `i` — only where formulae of the same
-  shape annotate them);
+  differential's `d`, a function's argument, standard constants, several-letter names — only
+  where formulae of the same shape annotate them);
 * `swapped_symbols`: two annotated identifiers each read as the other's concept;
+* `wrong_sense`: an annotated concept far from the item's field, which the held-out models
+  also doubt, where another concept of the same name fits the field;
 * `doubted_concept`: an annotated concept formulae of the same shape do not give that symbol,
   stronger where the held-out models also find the concept a poor fit;
-* `wrong_sense`: an annotated concept far from the item's field where a concept of the same
-  name fits it (the statistical "degrees of freedom" on a phase rule, the taxonomic "order"
-  on Bragg's law);
 * `symbol_not_in_formula`: an annotated symbol that is none of the formula's identifiers (for
   an item with several defining formulae it may belong to another one, and says so);
 * `two_concepts_on_symbol`, `concept_on_two_symbols`: one symbol with two concepts, or one
