@@ -4,7 +4,7 @@ editor pastes into QuickStatements after reviewing them."""
 
 from __future__ import annotations
 
-from formula_assets.ingest.records import is_qid
+from formula_assets.core.wikidata import is_qid
 from formula_assets.syntax.tex import identifier_tex
 
 HAS_PART = "P527"  # has part(s): how most formula items link their concepts

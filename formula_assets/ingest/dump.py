@@ -52,11 +52,11 @@ from urllib.parse import quote
 from latex2mathml import converter
 
 from formula_assets.core.settings import ACCEPT_PARTIAL_DUMP_ENV
+from formula_assets.core.wikidata import is_qid
 from formula_assets.ingest.records import (
     Concept,
     FormulaRecord,
     clean_text,
-    is_qid,
     utc,
     with_distinct_concepts,
 )

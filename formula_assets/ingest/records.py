@@ -9,24 +9,21 @@ from datetime import UTC, datetime
 
 import pyarrow as pa
 
+from formula_assets.core.wikidata import is_qid
+
 _SURROGATE = re.compile("[\ud800-\udfff]")
-_QID = re.compile(r"^Q[1-9][0-9]{0,11}$")
 _ENTITY_URI = re.compile(r"^https?://www\.wikidata\.org/entity/(Q[1-9][0-9]{0,11})$")
 
 
 def qid_from_uri(value: str) -> str:
     """`http://www.wikidata.org/entity/Q42` or `Q42` → `Q42`; anything else is a ValueError."""
     value = value.strip()
-    if _QID.match(value):
+    if is_qid(value):
         return value
     match = _ENTITY_URI.match(value)
     if not match:
         raise ValueError(f"not a Wikidata item: {value[:80]!r}")
     return match.group(1)
-
-
-def is_qid(value: str) -> bool:
-    return bool(_QID.match(value))
 
 
 def clean_text(value: object) -> str | None:

@@ -22,11 +22,11 @@ from functools import cache
 from importlib import resources
 from pathlib import Path
 
+from formula_assets.core.wikidata import is_qid
 from formula_assets.ingest.records import (
     Concept,
     FormulaRecord,
     clean_text,
-    is_qid,
     qid_from_uri,
     with_distinct_concepts,
 )

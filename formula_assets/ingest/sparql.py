@@ -17,11 +17,11 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from formula_assets.core.hashing import bytes_hash
+from formula_assets.core.wikidata import is_qid
 from formula_assets.ingest.records import (
     Concept,
     FormulaRecord,
     clean_text,
-    is_qid,
     qid_from_uri,
     utc,
     with_distinct_concepts,

@@ -183,7 +183,13 @@ def test_type_checking_imports_do_not_count(copy: Path) -> None:
         (
             "FORMULA_ASSETS_STYLED_LETTERS",
             "fold",
-            {"opt_graphs", "rejected_formulae", "concept_symbols", "structure_index"},
+            {
+                "opt_graphs",
+                "rejected_formulae",
+                "concept_symbols",
+                "structure_index",
+                "annotation_audit",
+            },
         ),
     ],
 )

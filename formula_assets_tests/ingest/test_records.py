@@ -12,7 +12,6 @@ from formula_assets.ingest.records import (
     Concept,
     FormulaRecord,
     clean_text,
-    is_qid,
     qid_from_uri,
     records_to_table,
     utc,
@@ -45,11 +44,6 @@ def test_an_item_id_or_entity_uri_gives_the_qid(value: str) -> None:
 def test_anything_else_is_refused(value: str) -> None:
     with pytest.raises(ValueError, match="not a Wikidata item"):
         qid_from_uri(value)
-
-
-def test_is_qid() -> None:
-    assert is_qid("Q1") and is_qid("Q123456789012")
-    assert not is_qid("Q") and not is_qid("q1") and not is_qid("Q1 ")
 
 
 @pytest.mark.parametrize(
