@@ -203,3 +203,26 @@ def test_the_assets_page_lists_every_edge() -> None:
         for asset in re.findall(r"`(\w+)`", assets):
             listed[asset] = set(re.findall(r"`(\w+)`", reads))
     assert listed == expected
+
+
+def test_every_page_is_in_the_readmes_table() -> None:
+    """The README is the front door: each page of docs/ has its row (the nav is kept by
+    mkdocs' strict build, which fails on a page left out of it)."""
+    table = README.read_text().split("## Documentation", 1)[1]
+    linked = set(re.findall(r"\]\(docs/([\w-]+\.md)\)", table))
+    pages = {p.name for p in (ROOT / "docs").glob("*.md")} - {"index.md"}
+    assert pages - linked == set()
+
+
+def test_the_usage_page_counts_the_fold_models_partitions_as_the_code_does() -> None:
+    from formula_assets.core.profiles import get_profile
+    from formula_assets.core.protocol import FOLDS
+    from formula_assets.methods import registry
+
+    # the default profile's built-in methods (a test may register more in this process)
+    kept = registry.built_in(get_profile("default").leaves_out)
+    trained = [m for m in kept if m.trained]
+    text = (ROOT / "docs" / "usage.md").read_text()
+    stated = re.findall(r"(\d+) (?:`fold_models` )?partitions", text)
+    assert stated and {int(n) for n in stated} == {len(FOLDS) * len(trained)}
+    assert f"× the {len(trained)} trained methods" in text
