@@ -31,7 +31,7 @@ EXPECTED_GROUPS = {
     "name_index": "search",
     "structure_index": "search",
     "search_index": "search",
-    "annotation_audit": "evaluation",
+    "annotation_audit": "audit",
     "report": "evaluation",
     "wikidata_probe": "ingest",
     "sentence_model": "semantics",

@@ -2,5 +2,5 @@
 models that never trained on it, so Wikidata editors can look first at the annotations the
 models find least plausible and at the concepts an annotation may lack (docs/audit.md).
 
-Dagster-free; `defs/evaluation/annotation_audit.py` runs it as the `annotation_audit` asset.
+Dagster-free; `defs/audit/annotation_audit.py` runs it as the `annotation_audit` asset.
 """

@@ -116,6 +116,7 @@ def test_asset_graph_and_a_materialization_from_the_ui(dagster_dev: str, tmp_pat
                 "analysis",
                 "training",
                 "search",
+                "audit",
                 "evaluation",
             }
 

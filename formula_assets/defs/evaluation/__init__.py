@@ -1,1 +1,2 @@
-"""Group `evaluation`: retrieval scores (Table 2), the annotation audit and the report."""
+"""Group `evaluation`: retrieval scores (Table 2), the ensemble, the significance tests and
+the report."""

@@ -18,7 +18,7 @@ from formula_assets.defs.publication import settle
 from formula_assets.defs.resources.sentence_embedder import SentenceEmbedderResource
 
 
-@dg.asset(group_name="evaluation", kinds={"python", "parquet"})
+@dg.asset(group_name="audit", kinds={"python", "parquet"})
 def annotation_audit(
     context: dg.AssetExecutionContext,
     sentence_embedder: SentenceEmbedderResource,

@@ -1,0 +1,1 @@
+"""Group `audit`: the annotation audit, the editors' queue of Wikidata annotations to check."""
