@@ -52,7 +52,7 @@ def text_features(texts: Iterable[str]) -> list[str]:
     return sorted(features)
 
 
-class BagDualEncoder(TrainedMethod):
+class BagContrastive(TrainedMethod):
     name = "bag_dual_cl"
     ensemble_member = True
     training_cost = 0.5
@@ -133,4 +133,4 @@ class BagDualEncoder(TrainedMethod):
             return model.module.encode_semantic(batch).numpy()
 
 
-METHOD = BagDualEncoder()
+METHOD = BagContrastive()

@@ -1,4 +1,5 @@
-"""The two aligners of Table 2 and their projection heads."""
+"""The networks of the trained methods (one per method: `graph_text_cl`, `sbert_dual_cl`,
+`bag_dual_cl`, `symbol_lexicon`) and their projection heads."""
 
 from __future__ import annotations
 
