@@ -581,14 +581,22 @@ def test_a_model_that_cannot_be_identified_stops_the_refresh(
 
 
 def test_a_refresh_waits_in_real_time_for_a_run_another_process_ends(instance) -> None:
-    """The other run is ended through another connection to the instance, after a second:
+    """The other run is ended through another connection to the instance, a second after
+    the refresh says it waits for it (so a slow start under load cannot shorten the wait):
     the refresh sees it, reminding (at most every `remind_s`) meanwhile, then builds."""
     other = a_run(PIPELINE, instance, dg.DagsterRunStatus.STARTED, os.getpid(), FORMULAE)
+    waiting = threading.Event()
 
     def end_the_other_run() -> None:
+        waiting.wait(timeout=60)
         time.sleep(1.0)
         with dg.DagsterInstance.from_ref(instance.get_ref()) as elsewhere:
             elsewhere.report_run_canceled(elsewhere.get_run_by_id(other))
+
+    def echo(line: str) -> None:
+        said.append((time.perf_counter(), line))
+        if line.startswith("waiting for"):  # said once the wait has begun
+            waiting.set()
 
     ender = threading.Thread(target=end_the_other_run)
     ender.start()
@@ -597,7 +605,7 @@ def test_a_refresh_waits_in_real_time_for_a_run_another_process_ends(instance) -
         report = refresh(
             PIPELINE,
             instance,
-            echo=lambda line: said.append((time.perf_counter(), line)),
+            echo=echo,
             runner=LocalRunner(1),
             poll_s=0.05,
             remind_s=0.25,
