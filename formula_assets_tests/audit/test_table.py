@@ -15,6 +15,7 @@ from formula_assets.audit.table import (
     suggested,
     tsv_rows,
 )
+from formula_assets_tests.support.audit_rows import lead
 
 LABELS = {"Q2": "mass", "Q3": None}
 
@@ -49,18 +50,6 @@ def row(**changes: Any) -> dict[str, Any]:
         "leads": [],
     }
     return base | changes
-
-
-def lead(kind: str, text: str, score: float, **more: Any) -> dict[str, Any]:
-    fields = ("symbol", "concept", "suggestion", "suggestion_label", "quickstatements")
-    return {
-        "kind": kind,
-        "text": text,
-        "score": score,
-        "items": [],
-        **dict.fromkeys(fields),
-        **more,
-    }
 
 
 def fit(qid: str, label: str | None, percentile: float) -> dict[str, Any]:

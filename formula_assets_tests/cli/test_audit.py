@@ -12,27 +12,27 @@ import pyarrow.parquet as pq
 import pytest
 
 from formula_assets.cli.audit import run_audit
+from formula_assets_tests.support.audit_rows import lead
 
 WIKIDATA = "https://www.wikidata.org/wiki/"
 
 
-def item(qid: str, label: str | None, suspicion: float | None, lead: str | None = None) -> dict:
-    leads = (
-        [{"kind": "unannotated_symbol", "text": lead, "score": 0.75, "symbol": "m",
-          "concept": None, "suggestion": "Q11423", "suggestion_label": "mass", "items": ["Q5"],
-          "quickstatements": f'{qid}\tP527\tQ11423\tP7235\t"m"'}]
-        if lead else []
-    )  # fmt: skip
+def item(
+    qid: str, label: str | None, suspicion: float | None, lead_text: str | None = None
+) -> dict:
+    addition = f'{qid}\tP527\tQ11423\tP7235\t"m"'
+    more = {"symbol": "m", "suggestion": "Q11423", "suggestion_label": "mass", "items": ["Q5"]}
+    leads = [lead("unannotated_symbol", lead_text, 0.75, quickstatements=addition, **more)]
     return {
         "qid": qid,
         "label": label,
         "url": WIKIDATA + qid,
         "scored": suspicion is not None,
         "suspicion": suspicion,
-        "priority": 0.75 if lead else 0.0,
-        "kind": "unannotated_symbol" if lead else None,
-        "leads": leads,
-        "finding": lead or f"finding of {qid}",
+        "priority": 0.75 if lead_text else 0.0,
+        "kind": "unannotated_symbol" if lead_text else None,
+        "leads": leads if lead_text else [],
+        "finding": lead_text or f"finding of {qid}",
         "missing_concepts": [],
         "rank_formula_to_annotation": 3,
         "rank_annotation_to_formula": 4,
@@ -55,7 +55,7 @@ def test_the_head_of_the_queue_with_the_findings(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     rows = [
-        item("Q7", "Newton", None, lead="m has no concept"),
+        item("Q7", "Newton", None, lead_text="m has no concept"),
         item("Q1", "Ohm's law", 0.91234),
         item("Q22", None, 0.5),
         item("Q3", "x", None),
@@ -77,7 +77,9 @@ def test_every_item_scored_says_nothing_of_unscored_ones_and_writes_the_tsv(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     lake_with(
-        tmp_path, monkeypatch, [item("Q1", "a", 0.2, lead="m has no concept"), item("Q2", "b", 0.1)]
+        tmp_path,
+        monkeypatch,
+        [item("Q1", "a", 0.2, lead_text="m has no concept"), item("Q2", "b", 0.1)],
     )
     tsv = tmp_path / "audit.tsv"
     assert audit(top=1, tsv=tsv) == 0

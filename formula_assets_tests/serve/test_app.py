@@ -21,25 +21,13 @@ from formula_assets.serve.app import create_app
 from formula_assets.serve.content import Loaded
 from formula_assets.serve.published import Published, Snapshot, fingerprint
 from formula_assets_tests.reliability import test_hostile_mathml as hostile
+from formula_assets_tests.support.audit_rows import lead
 from formula_assets_tests.support.search_lake import (
     FROZEN,
     default_embedder,
     people_records,
     write_search_lake,
 )
-
-
-def lead(kind: str, text: str, score: float, **more: object) -> dict:
-    fields = ("symbol", "concept", "suggestion", "suggestion_label", "quickstatements")
-    return {
-        "kind": kind,
-        "text": text,
-        "score": score,
-        "items": [],
-        **dict.fromkeys(fields),
-        **more,
-    }
-
 
 V_LEAD = lead("unannotated_symbol", "V has no concept", 0.9, symbol="V", suggestion="Q25428",
               items=["Q11"], quickstatements='Q41591\tP527\tQ25428\tP7235\t"V"')  # fmt: skip

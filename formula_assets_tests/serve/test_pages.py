@@ -19,6 +19,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from formula_assets_tests.support.audit_rows import lead
 from formula_assets_tests.support.search_lake import (
     default_embedder,
     people_records,
@@ -27,18 +28,6 @@ from formula_assets_tests.support.search_lake import (
 from formula_assets_tests.ui.test_browser import ARTIFACTS, CHROMIUM_FLAGS, chromium
 
 CLI = Path(sys.executable).parent / "formula-assets"
-
-
-def lead(kind: str, text: str, score: float, **more: object) -> dict:
-    fields = ("symbol", "concept", "suggestion", "suggestion_label", "quickstatements")
-    return {
-        "kind": kind,
-        "text": text,
-        "score": score,
-        "items": [],
-        **dict.fromkeys(fields),
-        **more,
-    }
 
 
 def addition(qid: str, text: str, concept: str, symbol: str, tex: str) -> dict:
