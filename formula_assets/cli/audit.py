@@ -53,7 +53,8 @@ def run_audit(args: argparse.Namespace) -> int:
         # an item with leads by its strongest lead's score, else by the models' suspicion
         score = f"{row['priority']:.3f}" if leads else f"({row['suspicion']:.3f})"
         print(f"{n:>3}. {score:>7}  {row['qid']:<11} {row['label'] or '(no label)'}  {row['url']}")
-        print(f"{'':14}{row['kind'] or 'model doubt'}: {row['finding']}")
+        # a table written before leads has no kind
+        print(f"{'':14}{row.get('kind') or 'model doubt'}: {row['finding']}")
     if args.tsv is not None:
         try:
             with Path(args.tsv).open("w", encoding="utf-8", newline="") as handle:

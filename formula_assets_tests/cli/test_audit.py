@@ -112,3 +112,18 @@ def test_a_top_below_one_and_an_unwritable_tsv_are_clear_errors(
     nowhere = tmp_path / "no" / "such" / "folder" / "audit.tsv"
     assert audit(tsv=nowhere) == 2
     assert capsys.readouterr().err.startswith(f"audit: cannot write {nowhere}: ")
+
+
+def test_a_table_written_before_leads_still_prints(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    old = {k: v for k, v in item("Q1", "a", 0.2).items() if k not in ("priority", "kind", "leads")}
+    lake_with(tmp_path, monkeypatch, [old])
+    tsv = tmp_path / "audit.tsv"
+    assert audit(tsv=tsv) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[1:3] == [
+        f"  1. (0.200)  Q1          a  {WIKIDATA}Q1",
+        "              model doubt: finding of Q1",
+    ]
+    assert tsv.read_text(encoding="utf-8").splitlines()[1].split("\t")[3:5] == ["", "finding of Q1"]
