@@ -42,3 +42,33 @@ def test_the_inverted_file_finds_the_top_of_the_exact_ranking() -> None:
     assert np.mean(read) < len(matrix) / 5  # far fewer rows than all of them
     dense = index.dense(matrix[0])
     assert np.isneginf(dense).sum() == len(matrix) - len(index.search(matrix[0]).rows)
+
+
+def test_long_rows_are_screened_short_and_the_best_of_them_scored_exactly() -> None:
+    # rows of 96 dimensions whose structure lies in 24: the screen keeps those 24
+    rng = np.random.default_rng(2)
+    short = clustered(30_000, d=24)
+    matrix = (short @ np.linalg.qr(rng.normal(size=(96, 24)))[0].T).astype(np.float32)
+    matrix += 0.01 * rng.normal(size=matrix.shape).astype(np.float32)
+    bias = rng.normal(scale=0.05, size=len(matrix)).astype(np.float32)
+    index = InnerProductIndex(matrix, bias, exact_up_to=10_000, screen_dims=24, rescore=50)
+    assert index.basis.shape == (96, 24)
+    recalls = []
+    for query in matrix[rng.choice(len(matrix), size=50, replace=False)]:
+        truth = matrix @ query + bias
+        found = index.search(query)
+        assert len(found.rows) == 50  # only the best of the screen are scored exactly
+        assert np.allclose(found.scores, truth[found.rows], atol=1e-5)
+        top = set(found.rows[np.argsort(-found.scores)[:10]])
+        recalls.append(len(set(np.argsort(-truth)[:10]) & top) / 10)
+    assert np.mean(recalls) >= 0.95
+
+
+def test_the_screen_keeps_the_directions_the_rows_vary_in() -> None:
+    rng = np.random.default_rng(3)
+    plane = np.linalg.qr(rng.normal(size=(40, 3)))[0]  # 3 orthonormal columns
+    rows = (rng.normal(size=(25_000, 3)) @ plane.T).astype(np.float32)
+    index = InnerProductIndex(rows, exact_up_to=10_000, screen_dims=3)
+    # the screen spans the plane: projecting onto it loses nothing
+    kept = plane.T @ index.basis
+    assert np.allclose(np.abs(np.linalg.svd(kept, compute_uv=False)), 1.0, atol=1e-4)
