@@ -11,6 +11,7 @@ from formula_assets.cli.runs import data_versions
 from formula_assets.core.arrow import recorded_aggregation, recorded_model
 from formula_assets.core.hashing import bytes_hash
 from formula_assets.core.protocol import DIRECTIONS
+from formula_assets.defs.metadata import recorded_covers
 from formula_assets.evaluation.retrieval import ensemble_choices
 from formula_assets.evaluation.significance import comparisons
 from formula_assets.methods import registry
@@ -60,6 +61,13 @@ def test_refresh_materializes_everything(materialized) -> None:
         assert set(records) == set(check_keys)
         failed = {k.name for k, r in records.items() if r.status.value != "SUCCEEDED"}
         assert failed <= EXPECTED_WARNINGS
+        # every materialization records what its code version covered (`stale --explain`)
+        graph = defs.resolve_asset_graph()
+        for key in graph.materializable_asset_keys:
+            event = instance.get_latest_materialization_event(key)
+            assert event is not None and event.asset_materialization is not None, key
+            recorded = recorded_covers(event.asset_materialization.metadata)
+            assert recorded == recorded_covers(graph.get(key).metadata), key
 
 
 @pytest.mark.slow

@@ -29,21 +29,31 @@ def _home(_args: argparse.Namespace) -> int:
 def _stale(args: argparse.Namespace) -> int:
     import dagster as dg
 
+    from formula_assets.cli.explain import ExplainError, explain
     from formula_assets.cli.observe import observed_stale_entries
     from formula_assets.cli.runs import RefreshError, load_definitions
 
     ensure_dagster_home()
     with dg.DagsterInstance.get() as instance:
+        defs = load_definitions()
+        explained = None
         try:
+            if args.explain:
+                explained = explain(defs, instance, args.explain)
             entries = observed_stale_entries(
-                load_definitions(), instance, lambda line: print(line, file=sys.stderr),
-                probe=args.observe,
-            )  # fmt: skip
-        except RefreshError as exc:
+                defs, instance, lambda line: print(line, file=sys.stderr), probe=args.observe
+            )
+        except (RefreshError, ExplainError) as exc:
             print(f"stale: {exc}", file=sys.stderr)
             return 1
+    if explained is not None:  # its staleness, then its code version part by part
+        entries = [e for e in entries if e.target.key.to_user_string() == explained.asset]
+        if not entries:
+            print(f"{explained.asset}\tFRESH")
     for entry in entries:
         print(entry.line())
+    for line in explained.lines() if explained is not None else ():
+        print(line)
     return 0
 
 
@@ -145,6 +155,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--observe",
         action="store_true",
         help="also observe the Wikidata change probe (as `refresh --observe` does)",
+    )
+    stale.add_argument(
+        "--explain",
+        metavar="ASSET",
+        help="only ASSET's staleness, then what its code version covers (modules, data files, "
+        "settings) and which of them changed since its last materialization",
     )
     stale.set_defaults(handler=_stale)
     refresh = commands.add_parser(

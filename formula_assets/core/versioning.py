@@ -137,6 +137,38 @@ def _settings_declared(tree: ast.Module, path: Path) -> tuple[str, ...]:
     return ()
 
 
+MODULE, DATA, SETTING = "module", "data", "setting"
+
+
+@dataclass(frozen=True)
+class Part:
+    """One thing a code version covers: a module's source, a shipped data file's hash, or a
+    result-changing setting's fingerprint."""
+
+    kind: str  # MODULE | DATA | SETTING
+    name: str
+    content: bytes | str
+
+    @property
+    def label(self) -> str:
+        return f"{self.kind} {self.name}"
+
+    @property
+    def digest(self) -> str:
+        """A short hash of the content: what tells two versions of the part apart."""
+        return bytes_hash(self.content)[:12]
+
+
+def version_of(parts: list[Part]) -> str:
+    return bytes_hash(*(x for part in parts for x in (part.name, part.content)))[:VERSION_CHARS]
+
+
+def covers(parts: list[Part]) -> dict[str, str]:
+    """The parts as `{"<kind> <name>": digest}`: what materializations record, so a later
+    version can be compared part by part (`formula-assets stale --explain`)."""
+    return {part.label: part.digest for part in parts}
+
+
 class Versioner:
     """The import graph of one copy of the package, read from its files."""
 
@@ -190,21 +222,24 @@ class Versioner:
             )
         return sorted(names)
 
-    def code_version(self, module: str, without: frozenset[str] = frozenset()) -> str:
-        parts: list[bytes | str] = []
+    def parts(self, module: str, without: frozenset[str] = frozenset()) -> list[Part]:
+        """What the code version of `module` hashes, in order."""
+        out: list[Part] = []
         files: set[Path] = set()
         for name in self.closure(module, without):
-            parts += [name, self.module(name).path.read_bytes()]
+            out.append(Part(MODULE, name, self.module(name).path.read_bytes()))
             files.update(self.data_files(name))
         for path in sorted(files):
             stat = path.stat()
-            parts += [
-                str(path.relative_to(self.root)),
-                _file_hash(path, stat.st_size, stat.st_mtime_ns),
-            ]
+            digest = _file_hash(path, stat.st_size, stat.st_mtime_ns)
+            out.append(Part(DATA, str(path.relative_to(self.root)), digest))
         for setting in self.result_settings(module, without):
-            parts += [setting, BY_NAME[setting].fingerprint(self.settings.value(setting))]
-        return bytes_hash(*parts)[:VERSION_CHARS]
+            value = BY_NAME[setting].fingerprint(self.settings.value(setting))
+            out.append(Part(SETTING, setting, value))
+        return out
+
+    def code_version(self, module: str, without: frozenset[str] = frozenset()) -> str:
+        return version_of(self.parts(module, without))
 
 
 @cache
@@ -233,6 +268,11 @@ def code_version(module: str, without: frozenset[str] = frozenset()) -> str:
     """The code version of the assets defined in `module` (pass `__name__`); `without`: of
     the part of its closure that does not pass through those modules."""
     return _default().code_version(module, without)
+
+
+def parts(module: str) -> list[Part]:
+    """What the code version of the assets defined in `module` hashes."""
+    return _default().parts(module)
 
 
 def is_package_module(module: str) -> bool:

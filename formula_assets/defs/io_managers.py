@@ -23,7 +23,7 @@ from upath import UPath
 from formula_assets.core import lake
 from formula_assets.core.settings import Settings
 from formula_assets.defs.dagster_internals import escape_partition
-from formula_assets.defs.metadata import table_schema
+from formula_assets.defs.metadata import covers_of_definition, table_schema
 from formula_assets.defs.publication import Publication, stamp, sweep, unpublished
 
 
@@ -32,6 +32,10 @@ class LakeUPathIOManager(dg.UPathIOManager):
 
     def make_safe_partition_path(self, base_path: UPath, partition: str) -> UPath:
         return super().make_safe_partition_path(base_path, escape_partition(partition))
+
+    def get_metadata(self, context: dg.OutputContext, obj: Any) -> dict[str, Any]:
+        """Each materialization records what its code version covered."""
+        return covers_of_definition(context.definition_metadata or {})
 
 
 class ParquetUPathIOManager(LakeUPathIOManager):
@@ -63,6 +67,7 @@ class ParquetUPathIOManager(LakeUPathIOManager):
     def get_metadata(self, context: dg.OutputContext, obj: Any) -> dict[str, Any]:
         table = as_arrow(obj)
         return {
+            **super().get_metadata(context, obj),
             "dagster/row_count": dg.MetadataValue.int(table.num_rows),
             "dagster/column_schema": table_schema(table.schema),
         }

@@ -18,6 +18,10 @@ import pyarrow as pa
 PREVIEW_CELL_CHARS = 80
 COST_KEY = "formula_assets/cost"
 PARTITION_COST_KEY = "formula_assets/partition_cost"
+# what an asset's code version covers (module sources, data files, settings → short hashes):
+# on its definition, and copied onto each materialization, so `stale --explain` can say
+# which of them changed since
+COVERS_KEY = "formula_assets/code_version_covers"
 
 
 # One name, one meaning: the same column means the same thing in every asset.
@@ -123,6 +127,24 @@ def partition_cost(metadata: Mapping[str, Any], partition: str) -> float:
     `1`, method `graph_text_cl`), 1 when none is declared."""
     factors = _value(metadata.get(PARTITION_COST_KEY)) or {}
     return max((float(factors[p]) for p in partition.split("|") if p in factors), default=1.0)
+
+
+def code_covers(covered: Mapping[str, str]) -> dict[str, Any]:
+    return {COVERS_KEY: dg.MetadataValue.json(dict(covered))}
+
+
+def recorded_covers(metadata: Mapping[str, Any]) -> dict[str, str] | None:
+    """What a definition's or a materialization's metadata says its code version covered."""
+    value = metadata.get(COVERS_KEY)
+    if value is None:
+        return None
+    data = value.data if isinstance(value, dg.JsonMetadataValue) else value
+    return dict(data) if isinstance(data, Mapping) else None
+
+
+def covers_of_definition(metadata: Mapping[str, Any]) -> dict[str, Any]:
+    """The covers entry of a definition's metadata, to record on a materialization."""
+    return {COVERS_KEY: metadata[COVERS_KEY]} if COVERS_KEY in metadata else {}
 
 
 def _value(value: Any) -> Any:

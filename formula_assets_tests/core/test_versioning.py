@@ -14,6 +14,7 @@ import grimp
 import pytest
 
 from formula_assets.core import versioning
+from formula_assets.core.hashing import bytes_hash
 from formula_assets.definitions import defs
 
 PACKAGE = Path(versioning.__file__).resolve().parents[1]
@@ -84,6 +85,34 @@ def test_every_materializable_asset_is_versioned_from_its_module() -> None:
     for key in graph.materializable_asset_keys:
         module = MODULES[key.to_user_string()]
         assert graph.get(key).code_version == versioning.code_version(module), key
+
+
+def test_the_parts_are_what_the_version_hashes_and_name_the_closure_and_settings() -> None:
+    versioner = versioning.Versioner()
+    for asset, module in MODULES.items():
+        parts = versioner.parts(module)
+        assert versioning.version_of(parts) == versioner.code_version(module), asset
+        kinds = {kind: [p.name for p in parts if p.kind == kind] for kind in ("module", "setting")}
+        assert kinds["module"] == versioner.closure(module), asset
+        assert kinds["setting"] == versioner.result_settings(module), asset
+    covered = versioning.covers(versioner.parts(MODULES["wikidata_formulae"]))
+    assert any(label.startswith("data ingest/data/") for label in covered)
+    assert (
+        covered["module formula_assets.core.wikidata"]
+        == bytes_hash((PACKAGE / "core" / "wikidata.py").read_bytes())[:12]
+    )
+
+
+def test_an_edit_changes_the_digest_of_that_part_alone(copy: Path) -> None:
+    module = MODULES["opt_graphs"]
+    before = versioning.covers(versioning.Versioner(copy).parts(module))
+    mathml = copy / "syntax" / "mathml.py"
+    mathml.write_text(mathml.read_text() + "\n# an edit\n")
+    after = versioning.covers(versioning.Versioner(copy).parts(module))
+    assert before.keys() == after.keys()
+    assert {label for label in before if before[label] != after[label]} == {
+        "module formula_assets.syntax.mathml"
+    }
 
 
 def test_a_comment_changes_exactly_the_assets_whose_closure_holds_the_module(

@@ -72,3 +72,51 @@ def test_the_screen_keeps_the_directions_the_rows_vary_in() -> None:
     # the screen spans the plane: projecting onto it loses nothing
     kept = plane.T @ index.basis
     assert np.allclose(np.abs(np.linalg.svd(kept, compute_uv=False)), 1.0, atol=1e-4)
+
+
+def test_the_threshold_is_inclusive_and_the_probes_a_24th_of_the_lists() -> None:
+    matrix = clustered(10_000)
+    assert InnerProductIndex(matrix, exact_up_to=10_000).exact
+    index = InnerProductIndex(matrix, exact_up_to=9_999)
+    assert not index.exact and len(index) == 10_000
+    lists = int(4 * np.sqrt(10_000))
+    assert len(index.starts) == lists + 1 and index.probes == lists // 24
+
+
+def test_each_list_holds_one_group_of_well_separated_rows() -> None:
+    rng = np.random.default_rng(4)
+    groups = 40
+    centres = 10 * rng.normal(size=(groups, 16))
+    group = rng.integers(0, groups, size=25_000)
+    rows = (centres[group] + 0.1 * rng.normal(size=(25_000, 16))).astype(np.float32)
+    index = InnerProductIndex(rows, exact_up_to=10_000)
+    stored = group[index.members]
+    for c in range(len(index.starts) - 1):
+        block = stored[index.starts[c] : index.starts[c + 1]]
+        assert len(set(block.tolist())) <= 1, c
+
+
+def test_nearest_centroids_are_found_in_chunks_as_by_brute_force() -> None:
+    from formula_assets.search.ann import _nearest
+
+    rng = np.random.default_rng(5)
+    rows, centroids = rng.normal(size=(50, 6)), rng.normal(size=(9, 6))
+    distances = ((rows[:, None, :] - centroids[None, :, :]) ** 2).sum(axis=2)
+    assert np.array_equal(_nearest(rows, centroids, chunk=7), distances.argmin(axis=1))
+
+
+def test_a_query_reads_the_best_clusters_and_rescores_the_best_of_their_screen() -> None:
+    matrix = clustered(30_000, d=48)
+    wide = InnerProductIndex(matrix, exact_up_to=10_000, screen_dims=16, rescore=30_000)
+    assert wide.probes == int(4 * np.sqrt(30_000)) // 24  # 28, where a 25th would be 27
+    query = matrix[11]
+    short = query @ wide.basis
+    best = np.argsort(-(wide.centroids @ short))[: wide.probes]
+    probed = {int(wide.members[r]) for c in best for r in range(wide.starts[c], wide.starts[c + 1])}
+    assert set(wide.search(query).rows.tolist()) == probed  # every probed row, nothing else
+
+    narrow = InnerProductIndex(matrix, exact_up_to=10_000, screen_dims=16, rescore=5)
+    stored = np.concatenate([np.arange(narrow.starts[c], narrow.starts[c + 1]) for c in best])
+    screen = narrow.screened[stored] @ short
+    expected = set(narrow.members[stored[np.argsort(-screen)[:5]]].tolist())
+    assert set(narrow.search(query).rows.tolist()) == expected

@@ -9,6 +9,7 @@ import pyarrow as pa
 from formula_assets.analysis.figures import FIGURE_DIR
 from formula_assets.core.hashing import bytes_hash
 from formula_assets.defs.history import versions
+from formula_assets.defs.metadata import covers_of_definition
 from formula_assets.defs.resources.data_lake import DataLakeResource
 
 REPORT_DIR = ("report",)
@@ -105,5 +106,6 @@ def report_document(
             "markdown": dg.MetadataValue.path(str(md_path)),
             "html_bytes": len(html_text),
             "sections": sum(1 for b in built.blocks if isinstance(b, document.Heading)),
+            **covers_of_definition(context.assets_def.metadata_by_key[context.asset_key]),
         },
     )
