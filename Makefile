@@ -55,7 +55,7 @@ run: home
 TEST_WORKERS ?= 2
 
 test: install
-	$(BIN)/ruff check formula_assets formula_assets_tests benchmarks
+	$(BIN)/ruff check formula_assets formula_assets_tests benchmarks experiments
 	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadfile
 
 test-daemon: install

@@ -40,7 +40,7 @@ class MethodSettings:
     layers: int = 2  # GINE layers
     token_text: bool = False  # node features include the sentence vector of the token's text
     token_dropout: float = 0.0  # share of training tokens replaced by UNK
-    readout: str = "mean"  # "mean", "mean+root" or "mean+formula"
+    readout: str = "mean"  # "mean" or "mean+formula"
     # the MLP head of the `mean+formula` readout (as wide, and as dropped, as sbert_dual_cl's)
     head_hidden: int = 1024
     head_dropout: float = 0.3
@@ -52,9 +52,6 @@ class MethodSettings:
     # independently seeded trainings, each early-stopped on its own, whose cosines are
     # averaged (a seed ensemble: training time × runs)
     runs: int = 1
-    # the share of each batch drawn as its first row's nearest neighbours by the frozen
-    # sentence model's semantic vectors (hard in-batch negatives; 0: random batches)
-    hard_negatives: float = 0.0
     # sbert_finetuned_cl only: the sentence-transformers model fine-tuned (None: the packaged
     # all-MiniLM-L6-v2; a packaged model's name or a local folder otherwise, never a
     # download), and the tokens each text is truncated to; the embeddings and the lowest
@@ -71,10 +68,6 @@ class MethodSettings:
             raise ValueError(f"epochs cannot be negative ({self.epochs})")
         if self.runs < 1:
             raise ValueError(f"a model needs at least one run, not {self.runs}")
-        if not 0 <= self.hard_negatives <= 1:
-            raise ValueError(
-                f"hard_negatives is a share of a batch (0..1), not {self.hard_negatives}"
-            )
         self.base_models()  # the base models and their frozen layers agree
 
     def base_models(self) -> list[tuple[str | None, int]]:
@@ -129,7 +122,7 @@ class Profile:
 # for four more minutes of a cold `make run` on 2 cores (docs/research-record.md); `large`
 # keeps two
 _DEFAULT_DUAL = MethodSettings(1024, 512, 0.3, 60, 256, 1e-3, 1e-4, 0.1, 20, runs=1)
-# the best mean validation MRR of `python -m benchmarks.ablation` among the variants that
+# the best mean validation MRR of `python -m experiments.ablation` among the variants that
 # keep the cold pipeline within 10 minutes on 2 cores: node inputs, the formula head, and
 # sbert_dual_cl's semantic head; stopped after 8 epochs without gain (15 cost 42 % more
 # training for +.001 validation MRR and the same ensemble: docs/research-record.md)

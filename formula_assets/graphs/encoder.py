@@ -22,7 +22,7 @@ from torch import nn
 
 from formula_assets.graphs.batch import MAX_POSITION, NUM_EDGE_ROLES, NUM_NODE_TYPES, GraphArrays
 
-READOUTS = ("mean", "mean+root", "mean+formula")
+READOUTS = ("mean", "mean+formula")
 UNK_ID = 1  # TokenVocabulary: 0 padding, 1 unknown
 # the formula head of `mean+formula`: as wide, and as dropped, as sbert_dual_cl's heads
 HEAD_HIDDEN = 1024
@@ -49,7 +49,6 @@ def to_tensors(
         "edge_role": tensor(arrays.edge_role),
         "edge_position": tensor(arrays.edge_position),
         "batch": tensor(arrays.batch_vector()),
-        "roots": tensor(arrays.node_offsets[:-1]),
         "num_graphs": torch.tensor(arrays.num_graphs),
     }
     if text_table is not None:
@@ -150,8 +149,7 @@ class GineEncoder(nn.Module):
 
     def pool(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
         """Graph vectors after the GINE layers (before W_proj): the mean of the node states,
-        and with `mean+root` also the root's state (the operator that holds the formula), with
-        `mean+formula` the formula head's reading of the formula context."""
+        and with `mean+formula` also the formula head's reading of the formula context."""
         h = self.token(self._tokens(batch["tokens"])) + self.node_type(batch["types"])
         if self.text is not None:
             h = h + self.text(batch["text"])[batch["text_index"]]
@@ -164,8 +162,6 @@ class GineEncoder(nn.Module):
         for conv, norm in zip(self.convs, self.norms, strict=True):
             h = h + self.dropout(torch.relu(norm(conv(h, batch["edge_index"], e))))
         mean = mean_pool(h, batch["batch"], int(batch["num_graphs"]))
-        if self.readout == "mean+root":
-            return torch.cat([mean, h[batch["roots"]]], dim=1)
         if self.formula_head is not None:
             return torch.cat([mean, self.formula_head(formula)], dim=1)
         return mean

@@ -185,20 +185,27 @@ _OPTIONAL: dict[str, Any] = {
 }
 
 
-# settings added since the first models (the fine-tuned encoder's, hard negatives), written
-# only when set: a model trained without them keeps the config.json it had before they existed
+# settings added since the first models (the fine-tuned encoder's), written only when set: a
+# model trained without them keeps the config.json it had before they existed
 _OPTIONAL_SETTINGS: dict[str, Any] = {
     "base_model": None,
     "max_seq_len": 128,
     "frozen_layers": 0,
-    "hard_negatives": 0.0,
 }
+# settings since removed, with the value every model this code can rebuild had (a config.json
+# may record it); any other value is a model this code cannot rebuild
+_REMOVED_SETTINGS: dict[str, Any] = {"hard_negatives": 0.0}
 
 
 def _settings(values: Mapping[str, Any]) -> MethodSettings:
     """Settings as recorded; a setting added since takes its default, an unknown one is an
     error (the recorded model was built with something this code cannot rebuild)."""
     known = {f.name for f in fields(MethodSettings)}
+    values = {
+        k: v
+        for k, v in values.items()
+        if not (k in _REMOVED_SETTINGS and v == _REMOVED_SETTINGS[k])
+    }
     unknown = sorted(set(values) - known)
     if unknown:
         raise ValueError(f"the model's settings name unknown entries {unknown}")

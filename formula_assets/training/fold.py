@@ -128,7 +128,6 @@ def train_fold(
         intra_weight=settings.intra_weight,
         patience=settings.patience,
         seed=seed,
-        hard_negatives=settings.hard_negatives,
     )
     with deterministic(device) as determinism:
         for run in range(run_count):
@@ -147,7 +146,6 @@ def train_fold(
                 validation_rows,
                 dataclasses.replace(run_settings, seed=run_seed),
                 log,
-                neighbours=data.semantic,
             )
             trained.append(module)
             history += [{"run": run, **entry} for entry in result.history]

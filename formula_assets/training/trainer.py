@@ -30,9 +30,6 @@ class TrainSettings:
     patience: int
     seed: int
     min_delta: float = 1e-4
-    # the share of each batch's other rows that are its first row's nearest neighbours (by
-    # the vectors `train` is given), the rest drawn at random: harder in-batch negatives
-    hard_negatives: float = 0.0
 
 
 @dataclass
@@ -100,12 +97,9 @@ def train(
     validation_rows: np.ndarray,
     settings: TrainSettings,
     log: Log | None = None,
-    neighbours: np.ndarray | None = None,
 ) -> TrainingResult:
     """Train in place; the model ends with the weights of its best validation epoch (with
-    `settings.epochs` 0, untouched: a model fitted in closed form is only measured).
-    `neighbours`: one vector per row (of every split; only training rows are batched), by
-    which `settings.hard_negatives` composes batches."""
+    `settings.epochs` 0, untouched: a model fitted in closed form is only measured)."""
     log = log or (lambda _message: None)
     if settings.epochs == 0:  # fitted in closed form (counts): the model as it is
         quality = retrieval_quality(*encode(model, structural, semantic, validation_rows))
@@ -133,7 +127,7 @@ def train(
         model.train()
         order = generator.permutation(train_rows)
         totals: dict[str, float] = {}
-        for rows in batches(order, settings.batch_size, settings.hard_negatives, neighbours):
+        for rows in batches(order, settings.batch_size):
             if len(rows) < 2:
                 continue
             loss, parts = _step_loss(model, structural, semantic, rows, settings.intra_weight)
@@ -174,43 +168,10 @@ def train(
     return result
 
 
-def batches(
-    order: np.ndarray,
-    batch_size: int,
-    hard_negatives: float = 0.0,
-    neighbours: np.ndarray | None = None,
-) -> list[np.ndarray]:
-    """`order` (a permutation of row numbers) cut into batches. With `hard_negatives` h > 0
-    each batch starts at the first row not yet batched, takes round(h × (size − 1)) of its
-    nearest unbatched rows by cosine of `neighbours`, and fills up with the next unbatched
-    rows of `order`: every row is batched once per epoch, and in-batch negatives include
-    the rows most easily confused with it (hard negatives mined from the frozen vectors)."""
-    if not 0 <= hard_negatives <= 1:
-        raise ValueError(f"hard_negatives is a share of a batch (0..1), not {hard_negatives}")
-    if hard_negatives == 0:
-        return [order[start : start + batch_size] for start in range(0, len(order), batch_size)]
-    if neighbours is None:
-        raise ValueError("hard negatives need a vector per row to find neighbours by")
-    vectors = normalise_rows(np.asarray(neighbours, dtype=np.float32)[order])
-    near = round(hard_negatives * (batch_size - 1))
-    free = np.ones(len(order), dtype=bool)
-    result: list[np.ndarray] = []
-    cursor = 0
-    while cursor < len(order):
-        if not free[cursor]:
-            cursor += 1
-            continue
-        free[cursor] = False
-        members = [cursor]
-        if near:
-            similarity = np.where(free, vectors @ vectors[cursor], -np.inf)
-            nearest = np.argsort(-similarity, kind="stable")[: min(near, int(free.sum()))]
-            free[nearest] = False
-            members += nearest.tolist()
-        rest = np.flatnonzero(free[cursor:])[: batch_size - len(members)] + cursor
-        free[rest] = False
-        result.append(order[np.array(members + rest.tolist(), dtype=np.int64)])
-    return result
+def batches(order: np.ndarray, batch_size: int) -> list[np.ndarray]:
+    """`order` (a permutation of row numbers) cut into batches: in-batch negatives are
+    random rows of the training split."""
+    return [order[start : start + batch_size] for start in range(0, len(order), batch_size)]
 
 
 def _step_loss(

@@ -166,17 +166,6 @@ def test_a_model_needs_at_least_one_run() -> None:
         replace(one, runs=0)
 
 
-@pytest.mark.parametrize("share", [0.0, 0.5, 1.0])
-def test_hard_negatives_are_a_share_of_a_batch(share: float) -> None:
-    assert replace(PROFILES["smoke"].sbert_dual_cl, hard_negatives=share).hard_negatives == share
-
-
-@pytest.mark.parametrize("share", [-0.01, 1.01])
-def test_a_hard_negative_share_outside_a_batch_is_refused(share: float) -> None:
-    with pytest.raises(ValueError, match=f"share of a batch .*not {share}"):
-        replace(PROFILES["smoke"].sbert_dual_cl, hard_negatives=share)
-
-
 def test_several_base_models_train_one_run_each_with_their_own_frozen_layers() -> None:
     finetuned = PROFILES["default"].sbert_finetuned_cl
     assert finetuned.base_models() == [(None, 4)]

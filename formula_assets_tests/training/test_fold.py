@@ -188,16 +188,14 @@ def test_zero_epochs_without_fitted_weights_are_refused() -> None:
         train_fold(METHOD, 1, DATA, profile(epochs=0))
 
 
-@pytest.mark.parametrize("hard_negatives", [0.0, 0.5])
-def test_the_test_fold_never_reaches_the_optimiser(hard_negatives: float) -> None:
-    """Other inputs for the test formulae: the same weights and history (their vectors change),
-    batches mined for hard negatives included."""
+def test_the_test_fold_never_reaches_the_optimiser() -> None:
+    """Other inputs for the test formulae: the same weights and history (their vectors
+    change)."""
     test_rows = [i for i, q in enumerate(DATA.qids) if DATA.folds[q] == 1]
     semantic, opt_text = DATA.semantic.copy(), DATA.opt_text.copy()
     semantic[test_rows], opt_text[test_rows] = -semantic[test_rows], opt_text[test_rows] * 3 + 1
     scrambled = dataclasses.replace(DATA, semantic=semantic, opt_text=opt_text)
-    mined = profile(hard_negatives=hard_negatives)
-    a, b = train_fold(METHOD, 1, DATA, mined), train_fold(METHOD, 1, scrambled, mined)
+    a, b = train_fold(METHOD, 1, DATA, profile()), train_fold(METHOD, 1, scrambled, profile())
     assert states_equal(a.state, b.state)
     assert [{k: v for k, v in h.items() if k != "seconds"} for h in a.history] == [
         {k: v for k, v in h.items() if k != "seconds"} for h in b.history
@@ -218,30 +216,3 @@ def test_torch_threads_are_set_only_when_asked(threads) -> None:
     one = dataclasses.replace(profile(epochs=1), torch_threads=1)
     assert train_fold(METHOD, 1, DATA, one).description.torch_threads == 1
     assert torch.get_num_threads() == 1
-
-
-class FixedInputsDual(SentenceDualEncoder):
-    """The dual encoder over inputs of its own: `data.semantic` reaches training only as the
-    vectors hard negatives are mined by."""
-
-    name = "fixed_dual"
-
-    def settings(self, profile):
-        return profile.sbert_dual_cl
-
-    def prepare(self, data, rows, description, device) -> Prepared:
-        return Prepared(MatrixInputs(torch.from_numpy(_X)), description)
-
-    def semantic_inputs(self, description, data, device) -> MatrixInputs:
-        return MatrixInputs(torch.from_numpy(DATA.semantic))
-
-
-@pytest.mark.parametrize("share", [0.0, 1.0])
-def test_hard_negatives_are_mined_by_the_semantic_vectors(share: float) -> None:
-    other = dataclasses.replace(DATA, semantic=np.random.default_rng(9).normal(size=(40, 5)))
-    a = train_fold(FixedInputsDual(), 1, DATA, profile(hard_negatives=share))
-    b = train_fold(FixedInputsDual(), 1, other, profile(hard_negatives=share))
-    assert states_equal(a.state, b.state) is (share == 0.0)
-    if share:
-        plain = train_fold(FixedInputsDual(), 1, DATA, profile())
-        assert not states_equal(a.state, plain.state)

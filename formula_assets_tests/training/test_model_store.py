@@ -256,7 +256,7 @@ def test_an_untrained_description_says_nothing_was_trained() -> None:
 
 
 def test_settings_added_since_the_first_models_are_written_only_when_set() -> None:
-    added = {"base_model", "max_seq_len", "frozen_layers", "hard_negatives"}
+    added = {"base_model", "max_seq_len", "frozen_layers"}
     written = described().to_json()["settings"]
     assert not added & set(written)
     settings = dataclasses.replace(
@@ -264,14 +264,12 @@ def test_settings_added_since_the_first_models_are_written_only_when_set() -> No
         base_model="/models/x",
         max_seq_len=64,
         frozen_layers=2,
-        hard_negatives=0.25,
     )
     written = dataclasses.replace(described(), settings=settings).to_json()["settings"]
     assert {k: written[k] for k in added} == {
         "base_model": "/models/x",
         "max_seq_len": 64,
         "frozen_layers": 2,
-        "hard_negatives": 0.25,
     }
     assert (
         ModelDescription.from_json(
@@ -279,6 +277,15 @@ def test_settings_added_since_the_first_models_are_written_only_when_set() -> No
         ).settings
         == settings
     )
+
+
+def test_a_removed_setting_loads_at_the_value_every_rebuildable_model_had() -> None:
+    written = described().to_json()
+    old = {**written, "settings": {**written["settings"], "hard_negatives": 0.0}}
+    assert ModelDescription.from_json(old).settings == described().settings
+    mined = {**written, "settings": {**written["settings"], "hard_negatives": 0.25}}
+    with pytest.raises(ValueError, match="unknown entries \\['hard_negatives'\\]"):
+        ModelDescription.from_json(mined)
 
 
 def test_split_sizes_and_run_summaries_are_frozen() -> None:

@@ -9,9 +9,6 @@ import time
 import numpy as np
 import pytest
 import torch
-from hypothesis import given
-from hypothesis import settings as hypothesis_settings
-from hypothesis import strategies as st
 from torch import nn
 
 from formula_assets.training.inputs import MatrixInputs
@@ -198,90 +195,13 @@ def test_each_epoch_follows_the_recipe(rows: int, batch_size: int, epochs: int) 
     assert states_equal(model.state_dict(), states[best])
 
 
-def test_hard_negative_batches_train_by_the_recipe() -> None:
-    """With `hard_negatives` the epoch's shuffled rows are cut by `batches` with the given
-    neighbour vectors (the recipe otherwise the same); the batches differ from plain slices."""
-    settings = dataclasses.replace(SETTINGS, hard_negatives=1.0, epochs=3)
-    states, expected, _ = reference(
-        settings, TRAIN, lambda order: batches(order, settings.batch_size, 1.0, Y)
-    )
-    model = network()
-    result = train(model, STRUCTURAL, SEMANTIC, TRAIN, VALIDATION, settings, neighbours=Y)
-    assert [h["loss"] for h in result.history] == pytest.approx([h["loss"] for h in expected])
-    assert states_equal(model.state_dict(), states[result.best_epoch - 1])
-    plain = train(network(), STRUCTURAL, SEMANTIC, TRAIN, VALIDATION, SETTINGS)
-    assert [h["loss"] for h in plain.history] != pytest.approx(
-        [h["loss"] for h in result.history[:2]]
-    )
-
-
-def test_hard_negatives_need_neighbour_vectors() -> None:
-    settings = dataclasses.replace(SETTINGS, hard_negatives=0.5)
-    with pytest.raises(ValueError, match="a vector per row"):
-        train(network(), STRUCTURAL, SEMANTIC, TRAIN, VALIDATION, settings)
-
-
 # ----------------------------------------------------------------------------- batches
 
-# rows 0..7 as unit vectors at these angles (radians): two clusters, no ties in distance
-ANGLES = (0.0, 0.1, 0.25, 0.45, 1.5, 1.42, 1.3, 1.1)
-LINE = np.array([[np.cos(a), np.sin(a)] for a in ANGLES])
 
-
-def test_without_hard_negatives_batches_are_slices_of_the_order() -> None:
+def test_batches_are_slices_of_the_order() -> None:
     order = np.array([5, 2, 7, 0, 1, 6, 3, 4])
     assert [b.tolist() for b in batches(order, 3)] == [[5, 2, 7], [0, 1, 6], [3, 4]]
-    assert [b.tolist() for b in batches(order, 3, 0.0, LINE)] == [[5, 2, 7], [0, 1, 6], [3, 4]]
-
-
-def test_all_hard_batches_are_each_first_rows_nearest_neighbours() -> None:
-    order = np.array([5, 2, 7, 0, 1, 6, 3, 4])
-    # 5 and its three nearest, nearest first (4, 6, 7); then 2, the first row left, and its
-    # nearest (1, 3, 0)
-    assert [b.tolist() for b in batches(order, 4, 1.0, LINE)] == [[5, 4, 6, 7], [2, 1, 3, 0]]
-
-
-def test_half_hard_batches_fill_up_with_the_next_rows_of_the_order() -> None:
-    order = np.array([0, 7, 4, 1, 5, 2, 6, 3])
-    # round(0.5 × 3) = 2 neighbours of row 0 (1, 2), then the next unbatched row of the
-    # order (7); then row 4 (the order's first left), its two nearest (5, 6) and row 3
-    assert [b.tolist() for b in batches(order, 4, 0.5, LINE)] == [[0, 1, 2, 7], [4, 5, 6, 3]]
-
-
-@hypothesis_settings(max_examples=60, deadline=None)
-@given(
-    rows=st.integers(1, 40),
-    batch_size=st.integers(1, 12),
-    share=st.floats(0.01, 1.0),
-    seed=st.integers(0, 2**16),
-)
-def test_hard_batches_hold_every_row_once(
-    rows: int, batch_size: int, share: float, seed: int
-) -> None:
-    rng = np.random.default_rng(seed)
-    order = rng.permutation(100)[:rows]
-    vectors = rng.normal(size=(100, 3))
-    cut = batches(order, batch_size, share, vectors)
-    assert sorted(np.concatenate(cut).tolist()) == sorted(order.tolist())
-    assert all(1 <= len(b) <= batch_size for b in cut)
-    # each batch starts at the first row of the order not in an earlier batch
-    seen: set[int] = set()
-    for b in cut:
-        assert b[0] == next(r for r in order if r not in seen)
-        seen |= set(b.tolist())
-    # the rows vectors do not name are never read: only the batched rows' vectors matter
-    scrambled = vectors.copy()
-    others = np.setdiff1d(np.arange(100), order)
-    scrambled[others] = rng.normal(size=(len(others), 3))
-    assert [b.tolist() for b in batches(order, batch_size, share, scrambled)] == [
-        b.tolist() for b in cut
-    ]
-
-
-@pytest.mark.parametrize("share", [-0.1, 1.5])
-def test_a_hard_share_outside_a_batch_is_refused(share: float) -> None:
-    with pytest.raises(ValueError, match="share of a batch"):
-        batches(np.arange(8), 4, share, LINE)
+    assert [b.tolist() for b in batches(order, 8)] == [order.tolist()]
 
 
 def test_the_run_seed_decides_shuffling_and_dropout() -> None:

@@ -39,8 +39,8 @@ import torch
 from upath import UPath
 
 from benchmarks.common import print_table, write_result
-from benchmarks.ensemble import _summary
 from benchmarks.training import lake_alignment_data
+from experiments.ensemble import _summary
 from formula_assets.core import lake
 from formula_assets.core.arrow import embedding_matrix
 from formula_assets.core.profiles import get_profile

@@ -3,8 +3,8 @@
 A refactoring must leave results alone: build the pipeline before and after it (each in its
 own lake and instance), then compare what the two instances recorded:
 
-    DAGSTER_HOME=/path/home-before python -m benchmarks.data_versions --write before.json
-    DAGSTER_HOME=/path/home-after  python -m benchmarks.data_versions --compare before.json
+    DAGSTER_HOME=/path/home-before python -m experiments.data_versions --write before.json
+    DAGSTER_HOME=/path/home-after  python -m experiments.data_versions --compare before.json
 
 Exit status 1 when any data version differs or an asset is missing on one side.
 """

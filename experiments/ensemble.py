@@ -112,4 +112,4 @@ if __name__ == "__main__":
     try:
         run(UPath(args.lake or Settings.from_environment().data_lake))
     except FileNotFoundError as exc:  # a lake without the models or embeddings Table 2 needs
-        raise SystemExit(f"benchmarks.ensemble: {exc}; run `make run` on that lake") from None
+        raise SystemExit(f"experiments.ensemble: {exc}; run `make run` on that lake") from None

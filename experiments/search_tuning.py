@@ -5,7 +5,7 @@ only fuses them again. Prints the best points; the chosen values are `FusionWeig
 the structure channel calls exact only the very formula (`search.searcher`): a renamed one
 earned nothing more at any bonus tried.
 
-    python -m benchmarks.search_tuning
+    python -m experiments.search_tuning
 """
 
 from __future__ import annotations

@@ -119,7 +119,7 @@ def main() -> None:
         graphs = lake.read_parquet(root / "opt_graphs.parquet", ["linearised_opt"])
         sizes = split_sizes()
     except FileNotFoundError as exc:  # a lake without the tables or models it reads
-        raise SystemExit(f"benchmarks.cross_encoder: {exc}; run `make run` on that lake") from None
+        raise SystemExit(f"experiments.cross_encoder: {exc}; run `make run` on that lake") from None
     semantic = [annotation_text(t) for t in texts.column("texts").to_pylist()]
     syntactic = graphs.column("linearised_opt").to_pylist()
 
