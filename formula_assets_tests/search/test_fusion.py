@@ -67,6 +67,15 @@ def test_the_top_rows_are_a_stable_sorts_first_rows() -> None:
             for depth in (1, 3, 50):
                 expected = np.argsort(-values, kind="stable")[:depth]
                 assert list(top_rows(values, depth)) == list(expected)
+    # over many items (the sampled floor): continuous scores, unread ones at -inf, and a
+    # channel that scores most items 0
+    continuous = rng.normal(size=20_000)
+    continuous[rng.choice(20_000, 15_000, replace=False)] = -np.inf
+    sparse = np.where(rng.random(20_000) < 0.003, rng.random(20_000), 0.0)
+    for values in (continuous, sparse, np.zeros(20_000)):
+        for depth in (1, 100):
+            expected = np.argsort(-values, kind="stable")[:depth]
+            assert list(top_rows(values, depth)) == list(expected)
 
 
 def test_exact_matches_keep_the_order_of_the_channel_that_matched_them() -> None:
