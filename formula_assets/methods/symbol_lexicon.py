@@ -38,7 +38,10 @@ if TYPE_CHECKING:
     from formula_assets.training.inputs import BagInputs, FoldRows, Prepared
 
 # Nothing to tune: 0 epochs (fitted, not trained), one run; the other fields are unused.
-SETTINGS = MethodSettings(0, 0, 0.0, 0, 1, 0.0, 0.0, 0.0, 0)
+SETTINGS = MethodSettings(
+    hidden=0, out_dim=0, dropout=0.0, epochs=0, batch_size=1, learning_rate=0.0,
+    weight_decay=0.0, intra_weight=0.0, patience=0,
+)  # fmt: skip
 
 
 def text_key(text: str) -> str:

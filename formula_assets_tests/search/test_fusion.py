@@ -90,3 +90,27 @@ def test_exact_matches_keep_the_order_of_the_channel_that_matched_them() -> None
     )
     assert [f.row for f in fused] == [0, 1, 2]
     assert fused[0].score == pytest.approx(1.0 + 1 / 11 + 0.5 / 13)
+
+
+def test_a_channel_without_a_weight_or_a_bonus_lists_its_items_but_moves_nothing() -> None:
+    fused = fuse(
+        {"a": scores([0, 1], [0.9, 0.5]), "c": scores([1, 2], [0.9, 0.8], exact=[1.0, 1.0])},
+        WEIGHTS,
+    )
+    assert [f.row for f in fused] == [0, 1, 2]  # "c" neither votes nor lifts its exact ones
+    assert fused[2].score == 0.0 and fused[2].channels["c"].exact
+
+
+def test_fusions_values_are_frozen() -> None:
+    import dataclasses
+
+    from formula_assets.search.fusion import ChannelRank, Fused
+
+    for value, name in (
+        (scores([0], [1.0]), "rows"),
+        (ChannelRank(1, 1.0, False), "rank"),
+        (Fused(0, 1.0), "row"),
+        (WEIGHTS, "k"),
+    ):
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            setattr(value, name, None)

@@ -36,7 +36,10 @@ FOLDS = (1, 2)
 N, WIDTH = 48, 6
 SPLITS = [("train", "train", "selection", "test")[i % 4] for i in range(N)]
 QIDS = [f"Q{i}" for i in range(N)]
-SETTINGS = MethodSettings(8, WIDTH, 0.0, 1, 4, 1e-3, 0.0, 0.0, 1)
+SETTINGS = MethodSettings(
+    hidden=8, out_dim=WIDTH, dropout=0.0, epochs=1, batch_size=4, learning_rate=1e-3,
+    weight_decay=0.0, intra_weight=0.0, patience=1,
+)  # fmt: skip
 
 
 def _hub_rich(rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
