@@ -226,3 +226,21 @@ def test_the_usage_page_counts_the_fold_models_partitions_as_the_code_does() -> 
     stated = re.findall(r"(\d+) (?:`fold_models` )?partitions", text)
     assert stated and {int(n) for n in stated} == {len(FOLDS) * len(trained)}
     assert f"× the {len(trained)} trained methods" in text
+
+
+def test_each_current_performance_figure_names_its_command_machine_and_date() -> None:
+    """docs/performance.md's table holds current figures, each one reproducible: a command,
+    one of the machines the page defines, and a date."""
+    page = (ROOT / "docs" / "performance.md").read_text()
+    machines = set(re.findall(r"\*\*([\w−]+)\*\* (?:the|an|one) ", page))
+    assert {"EPYC", "EPYC−", "Xeon", "H200"} <= machines
+    table = page.split("| measure | figure | target | command | machine, date |", 1)[1]
+    lines = table.split("\n\n", 1)[0].splitlines()
+    rows = [line for line in lines if line.startswith("|") and not line.startswith("|---")]
+    assert len(rows) >= 15
+    for row in rows:
+        cells = [c.strip() for c in row.strip("|").split(" | ")]
+        assert len(cells) == 5, row
+        assert re.search(r"`(python -m |make |time make |\w+=\w+ make )", cells[3]), row
+        machine, _, date = cells[4].partition(", ")
+        assert machine in machines and re.match(r"2026-\d\d-\d\d", date), row
