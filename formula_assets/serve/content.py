@@ -124,6 +124,11 @@ class Loaded:
             "aliases": catalogue.aliases[row],
             "mathml": mathml,
             "display_mathml": self.shown(mathml),
+            # an item may state several defining formulae: the first is `mathml`
+            "other_formulae": [
+                {"mathml": other, "display_mathml": self.shown(other)}
+                for other in catalogue.other_formulae[row]
+            ],
             "concepts": concepts,
             "trained_on": _trained_on(self.searcher.meaning.split_of(qid)),
             "similar": self._similar(qid, mathml),

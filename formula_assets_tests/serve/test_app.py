@@ -4,6 +4,7 @@ suite over HTTP, and what a page may contain."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import time
@@ -41,10 +42,21 @@ AUDIT = [
 ]  # fmt: skip
 
 
+# kinetic energy stated a second way, as an item may state several defining formulae
+MOMENTUM_FORM = (
+    '<math xmlns="http://www.w3.org/1998/Math/MathML"><mrow><mi>E</mi><mo>=</mo><mfrac>'
+    "<msup><mi>p</mi><mn>2</mn></msup><mrow><mn>2</mn><mi>m</mi></mrow></mfrac></mrow></math>"
+)
+
+
 @pytest.fixture(scope="module")
 def lake(tmp_path_factory: pytest.TempPathFactory) -> UPath:
     root = tmp_path_factory.mktemp("serve_lake")
-    write_search_lake(root, people_records(), default_embedder())
+    records = [
+        dataclasses.replace(r, other_formulae=[MOMENTUM_FORM]) if r.qid == "Q46276" else r
+        for r in people_records()
+    ]
+    write_search_lake(root, records, default_embedder())
     pq.write_table(pa.Table.from_pylist(AUDIT), str(root / "annotation_audit.parquet"))
     return UPath(root)
 
@@ -153,6 +165,9 @@ def test_an_item_has_its_formula_concepts_and_similar_formulae(client: TestClien
     symbols = {c["symbol"] for c in body["concepts"]}
     assert symbols & set(re.findall(r'data-symbol="([^"]+)"', body["display_mathml"]))
     assert body["similar"] and all(s["qid"] != "Q46276" for s in body["similar"])
+    (other,) = body["other_formulae"]  # the further defining formula, shown as the first is
+    assert other["mathml"] == MOMENTUM_FORM and "<mfrac" in other["display_mathml"]
+    assert client.get("/api/items/Q11518").json()["other_formulae"] == []
     missing = client.get("/api/items/Q1")
     assert missing.status_code == 404 and "no formula item" in missing.json()["error"]
 

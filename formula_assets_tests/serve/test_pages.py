@@ -6,6 +6,7 @@ test-artifacts/."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import socket
 import subprocess
@@ -58,10 +59,20 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
+CURRENT_FORM = (
+    '<math xmlns="http://www.w3.org/1998/Math/MathML"><mrow><mi>I</mi><mo>=</mo><mfrac>'
+    "<mi>V</mi><mi>R</mi></mfrac></mrow></math>"
+)
+
+
 @pytest.fixture(scope="module")
 def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     root = tmp_path_factory.mktemp("pages_lake")
-    write_search_lake(root, people_records(), default_embedder())
+    records = [  # Ohm's law stated a second way: an item may state several defining formulae
+        dataclasses.replace(r, other_formulae=[CURRENT_FORM]) if r.qid == "Q41591" else r
+        for r in people_records()
+    ]
+    write_search_lake(root, records, default_embedder())
     pq.write_table(pa.Table.from_pylist(AUDIT), str(root / "annotation_audit.parquet"))
     port = free_port()
     env = {**os.environ, "FORMULA_ASSETS_DATA_LAKE": str(root), "HF_HUB_OFFLINE": "1"}
@@ -141,6 +152,8 @@ def test_search_item_and_audit_pages_in_chromium(service: str, tmp_path: Path) -
             concept.focus()
             page.mouse.move(0, 0)
             expect(page.locator(".similar li").first).to_be_visible()
+            expect(page.locator(".other-formulae li math")).to_have_count(1)
+            expect(page.locator(".other-formulae li math mfrac")).to_have_count(1)
             page.screenshot(path=str(ARTIFACTS / "item.png"))
 
             # the OpenAPI page runs from the service's own files (the CSP allows no other)

@@ -31,6 +31,8 @@ async function show() {
       element("p", { class: "description", text: item.description || "" }),
       item.aliases.length ? element("p", { class: "muted", text: `Also known as: ${item.aliases.join(", ")}` }) : null,
       box,
+      item.other_formulae.length ? element("h2", { text: "Further defining formulae" }) : null,
+      item.other_formulae.length ? element("ul", { class: "other-formulae" }, ...item.other_formulae.map((other) => element("li", {}, formula(other.display_mathml)))) : null,
       element("p", {}, wikidata(item.qid), trained ? ` · ${trained}` : ""),
       element("h2", { text: "Symbols and their concepts" }),
       item.concepts.length ? concepts : element("p", { class: "muted", text: "No concept is annotated on this formula." }),
