@@ -432,6 +432,9 @@ def test_module_infos_are_immutable(tmp_path: Path) -> None:
     info = versioning.Versioner(package(tmp_path, IMPORT_FORMS)).module("pkg.plain")
     with pytest.raises(dataclasses.FrozenInstanceError):
         info.imports = frozenset()  # type: ignore[misc]
+    part = versioning.Versioner(package(tmp_path, IMPORT_FORMS)).parts("pkg.plain")[0]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        part.content = b""  # type: ignore[misc]  # a recorded part is what was hashed
 
 
 def test_settings_declared_with_an_annotation_count(tmp_path: Path) -> None:

@@ -13,6 +13,7 @@ from upath import UPath
 
 from formula_assets.core import lake
 from formula_assets.defs.io_managers import DataLakeIOManager, ModelIOManager, ModelUPathIOManager
+from formula_assets.defs.metadata import code_covers, recorded_covers
 from formula_assets.defs.publication import PUBLISHED_RUN_TAG, settle
 from formula_assets.training.artifacts import POINTER, TrainedModel, load_model, save_model
 from formula_assets_tests.training.descriptions import described
@@ -60,6 +61,23 @@ def test_local_lake_is_plain_parquet(tmp_path: Path) -> None:
     assert metadata["dagster/row_count"].value == 3
     assert [c.name for c in metadata["dagster/column_schema"].schema.columns] == ["qid", "values"]
     assert not [p for p in tmp_path.iterdir() if lake.TMP_MARKER in p.name]
+
+
+def test_each_materialization_records_what_its_code_version_covered(tmp_path: Path) -> None:
+    covered = {"module pkg.a": "1a2b", "setting profile": "3c4d"}
+
+    @dg.asset(name="covered", metadata=code_covers(covered))
+    def covered_table() -> pa.Table:
+        return TABLE
+
+    metadata = (
+        materialize(str(tmp_path), covered_table)
+        .asset_materializations_for_node("covered")[0]
+        .metadata
+    )
+    assert recorded_covers(metadata) == covered
+    plain = materialize(str(tmp_path), numbers).asset_materializations_for_node("numbers")
+    assert recorded_covers(plain[0].metadata) is None  # nothing declared, nothing recorded
 
 
 def test_memory_filesystem_base_path() -> None:
