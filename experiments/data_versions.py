@@ -19,30 +19,6 @@ from pathlib import Path
 import dagster as dg
 
 
-def recorded_versions(instance: dg.DagsterInstance, defs: dg.Definitions) -> dict[str, str]:
-    """`asset` or `asset[partition]` → the data version of its latest materialization."""
-    graph = defs.resolve_asset_graph()
-    out: dict[str, str] = {}
-    for key in graph.toposorted_asset_keys:
-        node = graph.get(key)
-        if not node.is_materializable:
-            continue
-        partitions = node.partitions_def.get_partition_keys() if node.partitions_def else [None]
-        for partition in partitions:
-            records = instance.fetch_materializations(
-                dg.AssetRecordsFilter(
-                    asset_key=key, asset_partitions=[partition] if partition else None
-                ),
-                limit=1,
-            ).records
-            if not records:
-                continue
-            tags = records[0].asset_materialization.tags or {}
-            name = key.to_user_string() + (f"[{partition}]" if partition else "")
-            out[name] = tags.get("dagster/data_version", "—")
-    return out
-
-
 def compare(before: dict[str, str], after: dict[str, str]) -> list[str]:
     """One line per asset whose data version differs or that only one side has."""
     lines = []
@@ -58,10 +34,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--write", type=Path, help="write the versions here as JSON")
     parser.add_argument("--compare", type=Path, help="compare with versions written earlier")
     args = parser.parse_args(argv)
-    from formula_assets.cli.runs import load_definitions
+    from formula_assets.cli.runs import data_versions, load_definitions
 
     with dg.DagsterInstance.get() as instance:
-        versions = recorded_versions(instance, load_definitions())
+        versions = data_versions(load_definitions(), instance)
     if args.write:
         args.write.write_text(json.dumps(versions, indent=1, sort_keys=True) + "\n")
     if args.compare:
@@ -70,7 +46,7 @@ def main(argv: list[str] | None = None) -> int:
             print(line)
         print(f"{len(versions)} data versions, {len(differences)} differ")
         return 1 if differences else 0
-    for name, version in versions.items():
+    for name, version in sorted(versions.items()):
         print(f"{name}\t{version}")
     return 0
 

@@ -107,6 +107,16 @@ def test_then_nothing_is_stale_and_refresh_runs_nothing(materialized, tmp_path: 
     run = copy_pipeline(materialized[0], tmp_path)
     stale = run.run("stale")
     assert stale.returncode == 0 and stale.stdout.strip() == ""
+    # the real command, part by part: fresh, every part as its materialization recorded it
+    explained = run.run("stale", "--explain", "opt_graphs")
+    assert explained.returncode == 0, explained.stderr
+    lines = explained.stdout.splitlines()
+    assert lines[0] == "opt_graphs\tFRESH"
+    assert lines[1].endswith("as at its last materialization")
+    assert "same\tmodule\tformula_assets.syntax.mathml" in lines
+    assert all(line.startswith("same\t") for line in lines[2:])
+    unknown = run.run("stale", "--explain", "opt_graph")
+    assert unknown.returncode == 1 and "no materializable asset 'opt_graph'" in unknown.stderr
     again = run.run("refresh")
     assert again.returncode == 0
     assert "everything is fresh" in again.stdout and ran(again.stdout) == set()

@@ -38,7 +38,7 @@ def _stale(args: argparse.Namespace) -> int:
         defs = load_definitions()
         explained = None
         try:
-            if args.explain:
+            if args.explain is not None:
                 explained = explain(defs, instance, args.explain)
             entries = observed_stale_entries(
                 defs, instance, lambda line: print(line, file=sys.stderr), probe=args.observe
