@@ -156,10 +156,14 @@ def epochs_only(profile: str, epochs: int, folds: tuple[int, ...] = (1,), thread
 
 def lake_models(methods: list[str], folds: Sequence[int] = FOLDS) -> dict:
     """The lake's fold models of these methods (as `make run` trained them)."""
-    from formula_assets.training.artifacts import load_model, model_directory
+    from formula_assets.training.artifacts import model_directory
 
     root = UPath(Settings.from_environment().data_lake)
-    return {(f, m): load_model(model_directory(root, f, m)) for m in methods for f in folds}
+    return {
+        (f, m): registry.trained_method(m).read_model(model_directory(root, f, m))
+        for m in methods
+        for f in folds
+    }
 
 
 def evaluation_tables() -> EvaluationInputs:

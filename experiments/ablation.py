@@ -32,7 +32,7 @@ METHOD = "graph_text_cl"
 # the settings every variant starts from: the default's sizes and schedule with every option
 # off (the paper's encoder), so that a recorded variant means the same as the default moves
 BASE = dataclasses.replace(
-    get_profile("default").settings(METHOD),
+    registry.trained_method(METHOD).settings(get_profile("default")),
     token_text=False,
     token_dropout=0.0,
     formula_text=False,
@@ -107,10 +107,11 @@ def _train(job: tuple) -> dict:
     name, fold, overrides = job
     os.environ["OMP_NUM_THREADS"] = "1"
     data = lake_alignment_data(tokens=_token_table())
-    default = get_profile("default")
-    profile = dataclasses.replace(default, **{METHOD: dataclasses.replace(BASE, **overrides)})
+    trainable = registry.trained_method(METHOD).with_settings(
+        dataclasses.replace(BASE, **overrides)
+    )
     started = time.perf_counter()
-    model = train_fold(registry.trained_method(METHOD), fold, data, profile)
+    model = train_fold(trainable, fold, data, get_profile("default"))
     return {
         "variant": name,
         "fold": fold,

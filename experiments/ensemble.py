@@ -26,7 +26,7 @@ from formula_assets.evaluation.lineup import FoldData
 from formula_assets.evaluation.ranking import Scorer, gold_ranks
 from formula_assets.evaluation.retrieval import REFERENCE_SPLIT, WEIGHT_SPLIT, member_spaces
 from formula_assets.methods import registry
-from formula_assets.training.artifacts import load_model, model_directory
+from formula_assets.training.artifacts import model_directory
 
 VARIANTS: dict[str, tuple[int, ...]] = {
     "cosine (no correction)": (0,),
@@ -53,7 +53,10 @@ def run(root: UPath) -> dict:
     per_variant: dict[str, list[dict]] = {name: [] for name in VARIANTS}
     for fold in FOLDS:
         trained = registry.trained()
-        models = {m: load_model(model_directory(root, fold, m)) for m in trained}
+        models = {
+            m: registry.trained_method(m).read_model(model_directory(root, fold, m))
+            for m in trained
+        }
         data = FoldData(models, frozen["opt_text_embeddings"], frozen["semantic_embeddings"])
         spaces = {}
         for split in (WEIGHT_SPLIT, "validation", "test", REFERENCE_SPLIT):

@@ -50,7 +50,7 @@ from formula_assets.evaluation.ensemble import choose_ensemble, ensemble_scorers
 from formula_assets.evaluation.lineup import FoldData
 from formula_assets.evaluation.retrieval import REFERENCE_SPLIT, WEIGHT_SPLIT, member_spaces
 from formula_assets.methods import registry
-from formula_assets.training.artifacts import TrainedModel, load_model, model_directory
+from formula_assets.training.artifacts import TrainedModel, model_directory
 from formula_assets.training.fold import train_fold
 from formula_assets.training.models import joined_runs
 from formula_assets.training.sentence_encoder import frozen_store
@@ -64,18 +64,15 @@ def _train(job: tuple) -> tuple[dict, TrainedModel]:
     method, fold, profile_name, base_model, frozen_layers, store = job
     os.environ["OMP_NUM_THREADS"] = "1"
     profile = dataclasses.replace(get_profile(profile_name), torch_threads=1)
+    trainable = registry.trained_method(method)
+    own = trainable.settings(profile)
     if method == FINETUNED:
-        settings = dataclasses.replace(
-            profile.sbert_finetuned_cl, base_model=base_model, frozen_layers=frozen_layers
-        )
-        profile = dataclasses.replace(profile, sbert_finetuned_cl=settings)
+        changed = dataclasses.replace(own, base_model=base_model, frozen_layers=frozen_layers)
     else:
-        profile = dataclasses.replace(
-            profile, graph_text_cl=dataclasses.replace(profile.graph_text_cl, runs=1)
-        )
+        changed = dataclasses.replace(own, runs=1)
     started = time.perf_counter()
     with frozen_store(Path(store)):
-        model = train_fold(registry.trained_method(method), fold, lake_alignment_data(), profile)
+        model = train_fold(trainable.with_settings(changed), fold, lake_alignment_data(), profile)
     summary = {
         "method": method,
         "fold": fold,
@@ -150,7 +147,10 @@ def run(profile: str, base_model: str, frozen_layers: int, workers: int) -> dict
     }
     per_variant: dict[str, list[dict]] = {}
     for fold in FOLDS:
-        lake_models = {m: load_model(model_directory(root, fold, m)) for m in registry.trained()}
+        lake_models = {
+            m: registry.trained_method(m).read_model(model_directory(root, fold, m))
+            for m in registry.trained()
+        }
         new = {m.method: m for _, m in trained if m.fold == fold}
         for name, (members, models) in _variants(lake_models, new).items():
             per_variant.setdefault(name, []).append(_scored(members, models, frozen))

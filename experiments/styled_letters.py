@@ -95,7 +95,10 @@ def _configs(root: UPath, method: str) -> list[ModelDescription]:
     out = []
     for fold in FOLDS:
         version = current_version(model_directory(root, fold, method))
-        out.append(ModelDescription.from_json(json.loads((version / CONFIG).read_text())))
+        config = json.loads((version / CONFIG).read_text())
+        out.append(
+            ModelDescription.from_json(config, registry.trained_method(method).settings_type)
+        )
     return out
 
 

@@ -132,9 +132,10 @@ class ModelUPathIOManager(LakeUPathIOManager):
         save_model(obj, path)
 
     def load_from_path(self, context: dg.InputContext, path: UPath) -> Any:
-        from formula_assets.training.artifacts import load_model
+        """The partition's model, its settings as its method's class (the folder's name)."""
+        from formula_assets.methods import registry
 
-        return load_model(path)
+        return registry.trained_method(path.name).read_model(path)
 
     def path_exists(self, path: UPath) -> bool:
         from formula_assets.training.artifacts import POINTER

@@ -16,12 +16,14 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
 from formula_assets.graphs.vocabulary import TokenVocabulary
 from formula_assets.methods.base import FormulaQuery, LoadedModel, TextQuery, TrainedMethod
+from formula_assets.training.settings import MethodSettings
 
 if TYPE_CHECKING:
     import numpy as np
@@ -33,6 +35,19 @@ if TYPE_CHECKING:
 
 TEXT, WORD = "text:", "word:"  # the two kinds of semantic feature
 _WORD = re.compile(r"\w+")
+
+# a feature vector per symbol, text and word: `out_dim` is their width (no hidden layer)
+_DEFAULT = MethodSettings(
+    out_dim=512, epochs=60, batch_size=128, learning_rate=1e-2, weight_decay=0.01,
+    intra_weight=0.0, patience=10, runs=2,
+)  # fmt: skip
+PROFILE_SETTINGS: dict[str, MethodSettings] = {
+    "smoke": replace(_DEFAULT, out_dim=64, epochs=30, batch_size=32),
+    "default": replace(_DEFAULT, runs=1),
+    "medium": replace(_DEFAULT, runs=1),
+    "large": _DEFAULT,
+    "paper": _DEFAULT,
+}
 
 
 def formula_features(node_tokens: Iterable[str]) -> list[str]:
@@ -56,6 +71,7 @@ class BagContrastive(TrainedMethod):
     name = "bag_dual_cl"
     ensemble_member = True
     training_cost = 0.5
+    profile_settings = PROFILE_SETTINGS
 
     def prepare(
         self, data: AlignmentData, rows: FoldRows, description: ModelDescription, device: str

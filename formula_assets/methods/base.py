@@ -25,14 +25,16 @@ method, and the command line reads it before doing anything.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import copy
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 import numpy as np
 import pyarrow as pa
 
-from formula_assets.core.profiles import MethodSettings, Profile
+from formula_assets.core.profiles import Profile
+from formula_assets.training.settings import MethodSettings
 
 if TYPE_CHECKING:
     import torch
@@ -131,12 +133,34 @@ class TrainedMethod(Method):
 
     trained = True
     training_cost = 1.0
+    # its settings' class (`MethodSettings` or the method's own subclass: what its stored
+    # descriptions load as) and its settings in each profile, by profile name
+    settings_type: ClassVar[type[MethodSettings]] = MethodSettings
+    profile_settings: ClassVar[Mapping[str, MethodSettings]] = {}
 
     # -- training ------------------------------------------------------------------------
 
     def settings(self, profile: Profile) -> MethodSettings:
-        """Its sizes and schedule in a training profile."""
-        return profile.settings(self.name)
+        """Its sizes and schedule in a training profile (by default its `profile_settings`
+        entry for the profile's name)."""
+        try:
+            return self.profile_settings[profile.name]
+        except KeyError:
+            raise ValueError(
+                f"{self.name} has no settings for the profile {profile.name!r} (it has "
+                f"{', '.join(self.profile_settings) or 'none'}): give it one in its module"
+            ) from None
+
+    def with_settings(self, settings: MethodSettings) -> TrainedMethod:
+        """This method training with `settings` in every profile (experiments and tests
+        that vary a setting without a profile of their own)."""
+        if not isinstance(settings, self.settings_type):
+            raise TypeError(
+                f"{self.name} takes {self.settings_type.__name__}, not {type(settings).__name__}"
+            )
+        varied = copy.copy(self)
+        varied.settings = lambda profile: settings  # type: ignore[method-assign]
+        return varied
 
     def base_models(self, profile: Profile) -> list[str]:
         """The pretrained models it starts from besides the embedding model's vectors (names
@@ -216,11 +240,16 @@ class TrainedMethod(Method):
         module.eval()
         return LoadedModel(trained.description, module)
 
-    def load(self, directory: UPath) -> LoadedModel:
-        """The model stored in `directory` (the model store's layout), as `loaded` makes it."""
+    def read_model(self, directory: UPath) -> TrainedModel:
+        """The model stored in `directory` (the model store's layout), its settings as this
+        method's class."""
         from formula_assets.training.artifacts import load_model
 
-        return self.loaded(load_model(directory))
+        return load_model(directory, self.settings_type)
+
+    def load(self, directory: UPath) -> LoadedModel:
+        """The model stored in `directory`, as `loaded` makes it."""
+        return self.loaded(self.read_model(directory))
 
     # -- Table 2 and the index -----------------------------------------------------------
 

@@ -11,6 +11,7 @@ description records the widths, and training and search build the inputs the sam
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -18,6 +19,7 @@ import pyarrow as pa
 
 from formula_assets.graphs.vocabulary import TokenVocabulary
 from formula_assets.methods.base import FormulaQuery, TrainedMethod
+from formula_assets.training.settings import MethodSettings, settings_as
 
 if TYPE_CHECKING:
     import torch
@@ -26,6 +28,62 @@ if TYPE_CHECKING:
     from formula_assets.training.artifacts import ModelDescription
     from formula_assets.training.data import AlignmentData
     from formula_assets.training.inputs import FoldRows, Prepared
+
+
+@dataclass(frozen=True, kw_only=True)
+class GraphTextSettings(MethodSettings):
+    layers: int = 2  # GINE layers
+    token_text: bool = False  # node features include the sentence vector of the token's text
+    token_dropout: float = 0.0  # share of training tokens replaced by UNK
+    # every node also gets the sentence vector of the whole linearised OPT (formula context)
+    formula_text: bool = False
+    readout: str = "mean"  # "mean" or "mean+formula" (the formula context through a head)
+    head_hidden: int = 1024  # that head's width and dropout
+    head_dropout: float = 0.3
+    # the semantic projection head's width and dropout (None: `hidden`, `dropout`)
+    semantic_hidden: int | None = None
+    semantic_dropout: float | None = None
+
+
+# the options the ablation kept within the default's time budget: token texts, the formula
+# context and its head, and a semantic head as wide (and as dropped) as sbert_dual_cl's
+_DEFAULT = GraphTextSettings(
+    hidden=256, out_dim=256, dropout=0.1, epochs=60, batch_size=256, learning_rate=1e-3,
+    weight_decay=1e-4, intra_weight=0.1, patience=8,
+    token_text=True, token_dropout=0.1, formula_text=True, readout="mean+formula",
+    semantic_hidden=1024, semantic_dropout=0.3,
+)  # fmt: skip
+PROFILE_SETTINGS: dict[str, GraphTextSettings] = {
+    # the default's node inputs and heads, so that tests exercise every path it takes
+    "smoke": replace(
+        _DEFAULT,
+        hidden=64,
+        out_dim=64,
+        epochs=10,
+        batch_size=64,
+        learning_rate=3e-3,
+        patience=10,
+        head_hidden=128,
+        semantic_hidden=128,
+        semantic_dropout=0.1,
+    ),
+    # narrower than `medium`'s, which costs little validation MRR on the slowest CPU measured
+    "default": replace(_DEFAULT, epochs=15, hidden=192),
+    "medium": replace(_DEFAULT, epochs=15),
+    "large": replace(_DEFAULT, hidden=512, patience=15),
+    # the paper's aligner: hidden 768, 200 epochs, early stopping that never stops it
+    "paper": GraphTextSettings(
+        hidden=768,
+        out_dim=768,
+        dropout=0.1,
+        epochs=200,
+        batch_size=256,
+        learning_rate=5e-4,
+        weight_decay=1e-4,
+        intra_weight=0.1,
+        patience=200,
+    ),
+}
 
 
 def unseen_tokens(
@@ -71,13 +129,15 @@ class GraphTextContrastive(TrainedMethod):
     name = "graph_text_cl"
     ensemble_member = True
     training_cost = 3.0
+    settings_type = GraphTextSettings
+    profile_settings = PROFILE_SETTINGS
 
     def prepare(
         self, data: AlignmentData, rows: FoldRows, description: ModelDescription, device: str
     ) -> Prepared:
         from formula_assets.training.inputs import Prepared
 
-        settings = description.settings
+        settings = settings_as(description.settings, GraphTextSettings, self.name)
         vocabulary = TokenVocabulary.build(
             data.graphs.take(pa.array(rows.train)).column("node_tokens").to_pylist()
         )
@@ -102,7 +162,7 @@ class GraphTextContrastive(TrainedMethod):
     def network(self, description: ModelDescription) -> torch.nn.Module:
         from formula_assets.training.models import GraphTextModel
 
-        settings = description.settings
+        settings = settings_as(description.settings, GraphTextSettings, self.name)
         return GraphTextModel(
             len(description.vocabulary),
             description.semantic_dim,

@@ -19,7 +19,7 @@ import importlib
 import re
 from typing import TYPE_CHECKING
 
-from formula_assets.core.profiles import get_profile
+from formula_assets.core.profiles import PROFILES, get_profile
 from formula_assets.core.protocol import ENSEMBLE
 from formula_assets.core.settings import EXTRA_METHODS_ENV, PROFILE_ENV, Settings
 from formula_assets.methods import (
@@ -69,6 +69,14 @@ def register(method: Method) -> Method:
         raise TypeError(f"{name} is trained: make it a TrainedMethod")
     if method.ensemble_member and not method.indexed:
         raise ValueError(f"{name}: an ensemble member has vectors, and so is in the index")
+    if isinstance(method, TrainedMethod):
+        for profile in PROFILES.values():  # raises naming a profile it has no settings for
+            settings = method.settings(profile)
+            if not isinstance(settings, method.settings_type):
+                raise TypeError(
+                    f"{name}: its settings in {profile.name!r} are {type(settings).__name__}, "
+                    f"not its settings_type {method.settings_type.__name__}"
+                )
     _REGISTERED[name] = method
     return method
 

@@ -16,12 +16,14 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from formula_assets.core.profiles import DEFAULT_EMBEDDING_MODEL, MODEL_SEPARATOR, joined_models
 from formula_assets.methods.base import FormulaQuery, LoadedModel, TextQuery, TrainedMethod
 from formula_assets.semantics.texts import annotation_text
+from formula_assets.training.settings import MethodSettings, settings_as
 
 if TYPE_CHECKING:
     import numpy as np
@@ -34,6 +36,77 @@ if TYPE_CHECKING:
     from formula_assets.training.sentence_encoder import HiddenInputs, SentenceTower, TokenInputs
 
 
+@dataclass(frozen=True, kw_only=True)
+class FineTunedSettings(MethodSettings):
+    """The tower is the model's own: `out_dim` is its width, `hidden` and `dropout` unused."""
+
+    # the sentence-transformers model fine-tuned (None: the packaged all-MiniLM-L6-v2; a
+    # packaged model's name or a local folder otherwise, never a download). Several joined by
+    # `+` are one model whose runs are one fine-tuning of each, their cosines averaged
+    base_model: str | None = None
+    max_seq_len: int = 128  # the tokens each text is truncated to
+    # the lowest transformer layers (and the embeddings) keep the base model's weights: their
+    # output is computed once and cached, so training costs less. Several base models: each
+    # one's, in order (one number: the same for all)
+    frozen_layers: int | tuple[int, ...] = 0
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self.base_models()  # the base models and their frozen layers agree
+
+    def base_models(self) -> list[tuple[str | None, int]]:
+        """Each base model (None: the packaged default) with its frozen layers, in order: one
+        per run when there are several."""
+        names = joined_models(self.base_model) if self.base_model else [None]
+        frozen = self.frozen_layers
+        layers = tuple(frozen) if isinstance(frozen, tuple | list) else (frozen,) * len(names)
+        if len(layers) != len(names):
+            raise ValueError(
+                f"frozen_layers names {len(layers)} base models' layers, base_model "
+                f"{self.base_model!r} has {len(names)}"
+            )
+        if len(names) > 1 and (self.runs != 1 or not all(names)):
+            raise ValueError(
+                f"base_model {self.base_model!r}: several base models train one run each "
+                f"(runs: 1, not {self.runs}), each named"
+            )
+        return list(zip(names, layers, strict=True))
+
+
+# most layers frozen and short texts keep it affordable
+_DEFAULT = FineTunedSettings(
+    out_dim=384, epochs=1, batch_size=32, learning_rate=2e-4, weight_decay=0.01,
+    intra_weight=0.0, patience=3, max_seq_len=64, frozen_layers=4,
+)  # fmt: skip
+PROFILE_SETTINGS: dict[str, FineTunedSettings] = {
+    # the wiring in seconds: two epochs over 16-token texts, only the top layer trained
+    "smoke": replace(
+        _DEFAULT,
+        epochs=2,
+        batch_size=64,
+        learning_rate=5e-4,
+        patience=2,
+        max_seq_len=16,
+        frozen_layers=5,
+    ),
+    "default": _DEFAULT,  # left out by the profile: unused
+    "medium": _DEFAULT,
+    # both packaged sentence models fine-tuned, their cosines averaged
+    "large": replace(
+        _DEFAULT,
+        epochs=5,
+        learning_rate=1e-4,
+        base_model=f"{DEFAULT_EMBEDDING_MODEL}{MODEL_SEPARATOR}all-mpnet-base-v2",
+        frozen_layers=(4, 11),
+    ),
+    "paper": replace(_DEFAULT, epochs=10, learning_rate=1e-4, patience=3, max_seq_len=128),
+}
+
+
+def _settings(description: ModelDescription) -> FineTunedSettings:
+    return settings_as(description.settings, FineTunedSettings, description.method)
+
+
 def base_folder(description: ModelDescription) -> Path:
     """The sentence-transformers folder a run's tower starts from: the packaged
     all-MiniLM-L6-v2 (no name), a packaged model by name (all-mpnet-base-v2, from its part
@@ -42,7 +115,7 @@ def base_folder(description: ModelDescription) -> Path:
     recorded)."""
     from formula_assets.semantics.identity import folder_hash
 
-    named = description.base_model or description.settings.base_model
+    named = description.base_model or _settings(description).base_model
     if named and len(joined_models(named)) > 1:
         raise ValueError(f"{named!r} names several base models: take one run's description")
     folder = _named_folder(description.method, named)
@@ -95,8 +168,13 @@ def _named_folder(method: str, named: str | None) -> Path:
 class FineTunedSentenceEncoder(TrainedMethod):
     name = "sbert_finetuned_cl"
     ensemble_member = True
+    settings_type = FineTunedSettings
+    profile_settings = PROFILE_SETTINGS
     # one fold of the default profile against sbert_dual_cl's (see docs/training.md)
     training_cost = 6.0
+
+    def settings(self, profile: Profile) -> FineTunedSettings:
+        return settings_as(super().settings(profile), FineTunedSettings, self.name)
 
     def base_models(self, profile: Profile) -> list[str]:
         """Each run's base model (the packaged default: its name)."""
@@ -113,7 +191,7 @@ class FineTunedSentenceEncoder(TrainedMethod):
     def parts(self, description: ModelDescription) -> list[ModelDescription]:
         """One description per base model, each with its own frozen layers and identity (one
         base model: the model's own, its frozen layers one number)."""
-        settings = description.settings
+        settings = _settings(description)
         bases = settings.base_models()
         identities = (
             description.base_model_identity.split(MODEL_SEPARATOR)
@@ -132,8 +210,8 @@ class FineTunedSentenceEncoder(TrainedMethod):
         ]
 
     def run_count(self, description: ModelDescription) -> int:
-        bases = len(description.settings.base_models())
-        return bases if bases > 1 else description.settings.runs
+        bases = len(_settings(description).base_models())
+        return bases if bases > 1 else _settings(description).runs
 
     def run_description(self, description: ModelDescription, run: int) -> ModelDescription:
         parts = self.parts(description)
@@ -148,7 +226,7 @@ class FineTunedSentenceEncoder(TrainedMethod):
 
         if data.annotation_texts is None:
             raise ValueError(f"{self.name} reads the annotation texts: pass concept_annotations")
-        description = dataclasses.replace(description, base_model=description.settings.base_model)
+        description = dataclasses.replace(description, base_model=_settings(description).base_model)
         identities = [folder_hash(base_folder(part)).digest for part in self.parts(description)]
         description = dataclasses.replace(
             description, base_model_identity=MODEL_SEPARATOR.join(identities)
@@ -185,7 +263,7 @@ class FineTunedSentenceEncoder(TrainedMethod):
         Their output depends on the base model and the texts only, not on the fold: a
         process that trains several folds (a refresh worker) computes it once."""
         tokens = self._tokens(description, texts)
-        if not description.settings.frozen_layers:
+        if not _settings(description).frozen_layers:
             return tokens
         return self._lowered(
             description, tokens.ids, device, lambda: self.network(description).to(device)
@@ -203,7 +281,7 @@ class FineTunedSentenceEncoder(TrainedMethod):
         from formula_assets.training.sentence_encoder import current_store, frozen_pass
 
         identity = description.base_model_identity or folder_hash(base_folder(description)).digest
-        layers = description.settings.frozen_layers
+        layers = _settings(description).frozen_layers
         store = current_store()
         return frozen_pass(identity, layers, device, ids, tower, store.path, store.warn)
 
@@ -211,14 +289,14 @@ class FineTunedSentenceEncoder(TrainedMethod):
         from formula_assets.training.sentence_encoder import TokenInputs, token_ids
 
         return TokenInputs(
-            token_ids(base_folder(description), description.settings.max_seq_len, texts)
+            token_ids(base_folder(description), _settings(description).max_seq_len, texts)
         )
 
     def network(self, description: ModelDescription) -> torch.nn.Module:
         """One run's tower (a run's description: one base model)."""
         from formula_assets.training.sentence_encoder import SentenceTower
 
-        return SentenceTower(base_folder(description), description.settings.frozen_layers)
+        return SentenceTower(base_folder(description), _settings(description).frozen_layers)
 
     def query_input(self, description: ModelDescription, query: FormulaQuery) -> Any:
         from formula_assets.training.inputs import PartBatch
@@ -252,7 +330,7 @@ class FineTunedSentenceEncoder(TrainedMethod):
 
         ids = self._tokens(description, texts).ids
         with torch.no_grad():  # the tower encodes in eval mode in chunks
-            if description.settings.frozen_layers and isinstance(module, SentenceTower):
+            if _settings(description).frozen_layers and isinstance(module, SentenceTower):
                 # the frozen layers are the base model's in every fold's tower: the audit,
                 # which encodes the concept vocabulary once per fold, runs them once
                 device = str(module.bert.embeddings.word_embeddings.weight.device)

@@ -23,10 +23,11 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from formula_assets.core.profiles import MethodSettings, Profile
+from formula_assets.core.profiles import Profile
 from formula_assets.graphs.vocabulary import TokenVocabulary
 from formula_assets.methods.base import FormulaQuery, LoadedModel, TextQuery, TrainedMethod
 from formula_assets.syntax.symbols import formula_symbols
+from formula_assets.training.settings import MethodSettings
 
 if TYPE_CHECKING:
     import numpy as np
@@ -37,11 +38,11 @@ if TYPE_CHECKING:
     from formula_assets.training.data import AlignmentData
     from formula_assets.training.inputs import BagInputs, FoldRows, Prepared
 
-# Nothing to tune: 0 epochs (fitted, not trained), one run; the other fields are unused.
+# Nothing to tune, in any profile: 0 epochs (fitted, not trained), one run; the schedule's
+# other fields are unused.
 SETTINGS = MethodSettings(
-    hidden=0, out_dim=0, dropout=0.0, epochs=0, batch_size=1, learning_rate=0.0,
-    weight_decay=0.0, intra_weight=0.0, patience=0,
-)  # fmt: skip
+    epochs=0, batch_size=1, learning_rate=0.0, weight_decay=0.0, intra_weight=0.0, patience=0
+)
 
 
 def text_key(text: str) -> str:

@@ -35,7 +35,7 @@ from upath import UPath
 from formula_assets.core import lake
 from formula_assets.core.arrow import vector_column, vectors
 from formula_assets.core.hashing import bytes_hash, table_content_hash
-from formula_assets.core.profiles import MethodSettings
+from formula_assets.training.settings import MethodSettings
 
 MODELS = "fold_models"  # the asset whose partitions the store holds
 POINTER = "CURRENT"
@@ -129,21 +129,20 @@ class ModelDescription:
             if f.name in _OPTIONAL and value == _OPTIONAL[f.name]:
                 continue
             out[_JSON_NAMES.get(f.name, f.name)] = _jsonable(value)
-        out["settings"] = {
-            k: v
-            for k, v in out["settings"].items()
-            if k not in _OPTIONAL_SETTINGS or v != _OPTIONAL_SETTINGS[k]
-        }
         return out
 
     @classmethod
-    def from_json(cls, config: Mapping[str, Any]) -> ModelDescription:
+    def from_json(
+        cls, config: Mapping[str, Any], settings_type: type[MethodSettings] = MethodSettings
+    ) -> ModelDescription:
+        """The description a `config.json` holds, its settings as the method's own class
+        (`settings_type`: the method's; the base class for methods without their own)."""
         names = {_JSON_NAMES.get(f.name, f.name): f.name for f in fields(cls) if f.name != "extra"}
         missing = sorted(k for k in _REQUIRED if k not in config)
         if missing:
             raise ValueError(f"the model's config lacks {', '.join(missing)}")
         values: dict[str, Any] = {names[k]: v for k, v in config.items() if k in names}
-        values["settings"] = _settings(config["settings"])
+        values["settings"] = _settings(config["settings"], settings_type)
         sizes = config["split_sizes"]
         values["split_sizes"] = SplitSizes(
             int(sizes["train"]),
@@ -185,33 +184,46 @@ _OPTIONAL: dict[str, Any] = {
 }
 
 
-# settings added since the first models (the fine-tuned encoder's), written only when set: a
-# model trained without them keeps the config.json it had before they existed
-_OPTIONAL_SETTINGS: dict[str, Any] = {
+# Settings a config.json may record that no settings class has any more, with the value every
+# model this code can rebuild had: `hard_negatives` (removed), and the fields of the one
+# settings class all methods once shared, at the value a method that never read them recorded
+# (a model's own fields are its class's, so these load only into a class without them). Any
+# other value is a model this code cannot rebuild.
+_FORMER_SETTINGS: dict[str, Any] = {
+    "hard_negatives": 0.0,
+    "layers": 2,
+    "token_text": False,
+    "token_dropout": 0.0,
+    "readout": "mean",
+    "head_hidden": 1024,
+    "head_dropout": 0.3,
+    "semantic_hidden": None,
+    "semantic_dropout": None,
+    "formula_text": False,
     "base_model": None,
     "max_seq_len": 128,
     "frozen_layers": 0,
 }
-# settings since removed, with the value every model this code can rebuild had (a config.json
-# may record it); any other value is a model this code cannot rebuild
-_REMOVED_SETTINGS: dict[str, Any] = {"hard_negatives": 0.0}
 
 
-def _settings(values: Mapping[str, Any]) -> MethodSettings:
-    """Settings as recorded; a setting added since takes its default, an unknown one is an
-    error (the recorded model was built with something this code cannot rebuild)."""
-    known = {f.name for f in fields(MethodSettings)}
+def _settings(values: Mapping[str, Any], settings_type: type[MethodSettings]) -> MethodSettings:
+    """Settings as recorded, as `settings_type`; a field added since takes its default, an
+    unknown one is an error (the recorded model was built with something this code cannot
+    rebuild)."""
+    known = {f.name for f in fields(settings_type)}
     values = {
         k: v
         for k, v in values.items()
-        if not (k in _REMOVED_SETTINGS and v == _REMOVED_SETTINGS[k])
+        if k in known or not (k in _FORMER_SETTINGS and v == _FORMER_SETTINGS[k])
     }
     unknown = sorted(set(values) - known)
     if unknown:
-        raise ValueError(f"the model's settings name unknown entries {unknown}")
+        raise ValueError(
+            f"the model's settings name entries {settings_type.__name__} does not have: {unknown}"
+        )
     if isinstance(values.get("frozen_layers"), list):  # one per base model, as JSON writes it
         values = {**values, "frozen_layers": tuple(values["frozen_layers"])}
-    return MethodSettings(**values)
+    return settings_type(**values)
 
 
 def _jsonable(value: Any) -> Any:
@@ -383,9 +395,12 @@ def current_version(directory: UPath) -> UPath:
     return complete[-1]
 
 
-def stored_description(directory: UPath) -> ModelDescription:
+def stored_description(
+    directory: UPath, settings_type: type[MethodSettings] = MethodSettings
+) -> ModelDescription:
     """The description (`config.json`) of the current version, without its weights."""
-    return ModelDescription.from_json(json.loads(_read(current_version(directory) / CONFIG)))
+    config = json.loads(_read(current_version(directory) / CONFIG))
+    return ModelDescription.from_json(config, settings_type)
 
 
 def _read(path: UPath) -> bytes:
@@ -397,7 +412,7 @@ class _VersionRemoved(Exception):
     """The version being read was removed by a concurrent prune."""
 
 
-def _read_version(version: UPath) -> TrainedModel:
+def _read_version(version: UPath, settings_type: type[MethodSettings]) -> TrainedModel:
     """Every file from this one version folder, or `_VersionRemoved` if it vanished meanwhile."""
     config = json.loads(_read_or_removed(version, CONFIG))
     state = load_safetensors(_read_or_removed(version, WEIGHTS))
@@ -408,7 +423,7 @@ def _read_version(version: UPath) -> TrainedModel:
         _read_or_removed(version, CONFIG)  # still there: a model saved without embeddings
         embeddings = None
     return TrainedModel(
-        description=ModelDescription.from_json(config),
+        description=ModelDescription.from_json(config, settings_type),
         state=state,
         history=history,
         embeddings=embeddings,
@@ -428,15 +443,18 @@ def _read_or_removed(version: UPath, name: str) -> bytes:
         raise
 
 
-def load_model(directory: UPath) -> TrainedModel:
-    """The current version of a saved model; safetensors and JSON only, never pickle.
+def load_model(
+    directory: UPath, settings_type: type[MethodSettings] = MethodSettings
+) -> TrainedModel:
+    """The current version of a saved model; safetensors and JSON only, never pickle. Its
+    settings load as `settings_type` (the method's: `TrainedMethod.settings_type`).
 
     All files come from one version. If a concurrent save removes it mid-load, the load starts
     again from a fresh pointer read, at most `LOAD_ATTEMPTS` times."""
     removed: list[str] = []
     for _ in range(LOAD_ATTEMPTS):
         try:
-            return _read_version(current_version(directory))
+            return _read_version(current_version(directory), settings_type)
         except _VersionRemoved as exc:
             removed.append(str(exc))
     raise ModelLoadError(

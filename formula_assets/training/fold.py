@@ -17,7 +17,7 @@ from typing import Protocol
 import numpy as np
 import torch
 
-from formula_assets.core.profiles import MethodSettings, Profile
+from formula_assets.core.profiles import Profile
 from formula_assets.training.artifacts import (
     ModelDescription,
     RunSummary,
@@ -30,6 +30,7 @@ from formula_assets.training.determinism import deterministic
 from formula_assets.training.folds import split_rows
 from formula_assets.training.inputs import FoldRows, Inputs, Prepared, run_inputs
 from formula_assets.training.models import RunAverage
+from formula_assets.training.settings import MethodSettings
 from formula_assets.training.trainer import TrainSettings, encode, retrieval_quality, train
 from formula_assets.training.weights import kept_state
 

@@ -18,13 +18,14 @@ from safetensors import SafetensorError
 from upath import UPath
 
 from formula_assets.core.hashing import bytes_hash, table_content_hash
-from formula_assets.core.profiles import MethodSettings, Profile
+from formula_assets.core.profiles import Profile
 from formula_assets.training.artifacts import (
     ModelLoadError,
     TrainedModel,
     load_model,
     stored_description,
 )
+from formula_assets.training.settings import MethodSettings
 
 
 def recipe(
@@ -52,8 +53,8 @@ def recipe(
         "recipe",
         code,
         *(table_content_hash(t) for t in tables),
-        # keys in the order written here and in MethodSettings (an edit to either is a code
-        # change, in the recipe already)
+        # keys in the order written here and in the method's settings class (an edit to
+        # either is a code change, in the recipe already)
         json.dumps({**shared, "settings": asdict(settings)}, default=str),
         method,
         str(fold),
@@ -67,16 +68,20 @@ def with_recipe(model: TrainedModel, made_by: str) -> TrainedModel:
     return replace(model, description=replace(model.description, recipe=made_by))
 
 
-def stored_model(directory: UPath, made_by: str) -> TrainedModel | None:
+def stored_model(
+    directory: UPath, made_by: str, settings_type: type[MethodSettings] = MethodSettings
+) -> TrainedModel | None:
     """The current model stored in `directory` if the recipe `made_by` made it; None when
     there is none, another recipe made it, or it cannot be read (then it is trained again)."""
     try:
-        if stored_description(directory).recipe != made_by:  # read before the weights
+        if (
+            stored_description(directory, settings_type).recipe != made_by
+        ):  # read before the weights
             return None
     except (FileNotFoundError, ValueError, KeyError, TypeError):
         return None
     try:
-        model = load_model(directory)
+        model = load_model(directory, settings_type)
     except (FileNotFoundError, ModelLoadError, SafetensorError, ValueError):
         return None
     # a save between the two reads: the model loaded is the judge

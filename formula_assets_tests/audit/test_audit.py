@@ -23,10 +23,9 @@ from formula_assets.audit.table import (
     tsv_rows,
 )
 from formula_assets.cli import main
-from formula_assets.core.profiles import get_profile
 from formula_assets.defs.metadata import annotation_audit_top
 from formula_assets.evaluation.ranking import MatrixScorer
-from formula_assets.methods import registry
+from formula_assets.methods import registry, sbert_dual_cl
 from formula_assets.methods.base import LoadedModel
 from formula_assets.search.layout import INDEX_SCHEMA, METADATA_KEY
 from formula_assets.training.artifacts import TrainedModel
@@ -284,7 +283,7 @@ def test_a_trained_method_audits_with_its_trained_weights_and_no_dropout() -> No
     fold's model, the fold is not scored."""
     method = registry.trained_method("sbert_dual_cl")
     settings = dataclasses.replace(
-        get_profile("smoke").sbert_dual_cl, hidden=16, out_dim=8, dropout=0.5, runs=1
+        sbert_dual_cl.PROFILE_SETTINGS["smoke"], hidden=16, out_dim=8, dropout=0.5, runs=1
     )
     description = dataclasses.replace(
         described(), settings=settings, structural_dim=DIM, semantic_dim=DIM

@@ -159,8 +159,15 @@ def test_the_settings_command_prints_every_setting_with_its_origin(
     monkeypatch.setenv("FORMULA_ASSETS_PROFILE", "paper")
     monkeypatch.setenv("FORMULA_ASSETS_POSTGRES_URL", "postgresql+psycopg2://me:s3cret@db:5432/d")
     assert main(["settings"]) == 0
-    lines = {line.split()[0]: line for line in capsys.readouterr().out.splitlines()}
+    settings_part, profile_part = capsys.readouterr().out.split("\n\n")
+    lines = {line.split()[0]: line for line in settings_part.splitlines()}
     assert set(lines) == {"setting", *(s.name for s in SETTINGS)}
+    # then the profile's own settings, method by method (every field: methods/test_profiles)
+    chosen = dict(line.split(maxsplit=1) for line in profile_part.splitlines()[2:])
+    assert profile_part.startswith("the 'paper' profile")
+    assert chosen["torch_threads"] == "0" and chosen["graph_text_cl.hidden"] == "768"
+    assert chosen["graph_text_cl.semantic_hidden"] == "—"
+    assert chosen["sbert_finetuned_cl.max_seq_len"] == "128"
     assert lines["profile"].split()[1:] == [
         "FORMULA_ASSETS_PROFILE",
         "paper",

@@ -9,6 +9,7 @@ import torch
 from formula_assets.graphs.batch import graph_arrays
 from formula_assets.graphs.encoder import UNK_ID, GineEncoder, GineLayer, mean_pool, to_tensors
 from formula_assets.graphs.vocabulary import TokenVocabulary
+from formula_assets.methods import sbert_dual_cl
 from formula_assets.syntax.opt import build_opt_graphs
 
 FORMULAE = {
@@ -251,14 +252,13 @@ def test_without_token_dropout_no_random_number_is_drawn() -> None:
 def test_the_defaults_are_the_papers_encoder_and_the_dual_encoders_head() -> None:
     """Two stacked GINE layers, mean readout, no dropout of any kind; the formula head as wide
     and as dropped as sbert_dual_cl's heads in the default profile."""
-    from formula_assets.core.profiles import get_profile
     from formula_assets.graphs.encoder import HEAD_DROPOUT, HEAD_HIDDEN
 
     model = GineEncoder(10)
     assert len(model.convs) == 2 and model.readout == "mean"
     assert model.dropout.p == 0.0 and model.token_dropout == 0.0
     assert model.text is None and model.formula is None and model.formula_head is None
-    dual = get_profile("default").sbert_dual_cl
+    dual = sbert_dual_cl.PROFILE_SETTINGS["default"]
     assert (dual.hidden, dual.dropout) == (HEAD_HIDDEN, HEAD_DROPOUT)
     head = GineEncoder(10, readout="mean+formula", formula_dim=4).formula_head
     assert head[0].out_features == dual.hidden and head[2].p == dual.dropout

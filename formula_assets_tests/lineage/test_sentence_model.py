@@ -36,6 +36,7 @@ from formula_assets.defs.semantics.sentence_model import (
 )
 from formula_assets.defs.semantics.sentence_model import sentence_model
 from formula_assets.ingest.records import Concept, FormulaRecord, records_to_table
+from formula_assets.methods import registry, sbert_finetuned_cl
 from formula_assets.semantics.identity import folder_hash, joined_identity
 from formula_assets.semantics.models import packaged_default_path
 from formula_assets.syntax.opt import build_opt_graphs
@@ -217,11 +218,13 @@ def test_a_model_that_is_not_there_stops_the_refresh_at_once(
 
 def fine_tuning_from(base: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A profile (smoke's) whose fine-tuned encoder starts from the local folder `base`."""
-    smoke = PROFILES["smoke"]
-    finetuned = replace(smoke.sbert_finetuned_cl, base_model=str(base))
-    monkeypatch.setitem(
-        PROFILES, "custom", replace(smoke, name="custom", sbert_finetuned_cl=finetuned)
-    )
+    monkeypatch.setitem(PROFILES, "custom", replace(PROFILES["smoke"], name="custom"))
+    for method in registry.BUILT_IN:  # every method's smoke settings, the base model changed
+        table = getattr(method, "profile_settings", {})
+        if "smoke" in table:
+            monkeypatch.setitem(table, "custom", table["smoke"])
+    finetuned = replace(sbert_finetuned_cl.PROFILE_SETTINGS["smoke"], base_model=str(base))
+    monkeypatch.setitem(sbert_finetuned_cl.PROFILE_SETTINGS, "custom", finetuned)
     monkeypatch.setenv("FORMULA_ASSETS_PROFILE", "custom")
 
 

@@ -16,7 +16,7 @@ import torch
 from torch import nn
 from upath import UPath
 
-from formula_assets.core.profiles import MethodSettings, Profile
+from formula_assets.core.profiles import PROFILES
 from formula_assets.core.protocol import ENSEMBLE
 from formula_assets.core.settings import EXTRA_METHODS_ENV
 from formula_assets.methods import registry
@@ -25,6 +25,7 @@ from formula_assets.training.artifacts import ModelDescription, model_directory,
 from formula_assets.training.data import AlignmentData
 from formula_assets.training.inputs import MatrixInputs
 from formula_assets.training.models import Temperature
+from formula_assets.training.settings import MethodSettings
 from formula_assets_tests.support.pipeline import ROOT, copy_pipeline, ran
 
 NAME = "toy_linear_cl"
@@ -47,23 +48,19 @@ class LinearAligner(nn.Module):
         return self.semantic(x)
 
 
+SETTINGS = MethodSettings(
+    out_dim=64, epochs=5, batch_size=64, learning_rate=3e-3, weight_decay=1e-4,
+    intra_weight=0.0, patience=5,
+)  # fmt: skip
+# one value per profile (here the same in each)
+PROFILE_SETTINGS = {name: SETTINGS for name in PROFILES}
+
+
 class LinearSentenceAligner(TrainedMethod):
     """A toy method: linear maps of both sides' sentence vectors, trained contrastively."""
 
     name = NAME
-
-    def settings(self, profile: Profile) -> MethodSettings:
-        return MethodSettings(
-            hidden=0,
-            out_dim=64,
-            dropout=0.0,
-            epochs=5,
-            batch_size=64,
-            learning_rate=3e-3,
-            weight_decay=1e-4,
-            intra_weight=0.0,
-            patience=5,
-        )
+    profile_settings = PROFILE_SETTINGS
 
     def inputs(self, description: ModelDescription, data: AlignmentData, device: str):
         return MatrixInputs(torch.from_numpy(data.opt_text.copy()).to(device))
@@ -135,8 +132,9 @@ def test_a_method_defined_here_is_trained_scored_and_searched(materialized, tmp_
         # the other methods' recipes are unchanged: their stored models are reused, not
         # trained again (a training would record another duration)
         for method in registry.trained():
-            reused = stored_description(model_directory(UPath(run.lake), fold, method))
-            before = stored_description(model_directory(UPath(baseline.lake), fold, method))
+            kind = registry.trained_method(method).settings_type
+            reused = stored_description(model_directory(UPath(run.lake), fold, method), kind)
+            before = stored_description(model_directory(UPath(baseline.lake), fold, method), kind)
             assert reused.recipe and reused == before
 
     scores = pq.read_table(run.lake / "retrieval_scores.parquet")

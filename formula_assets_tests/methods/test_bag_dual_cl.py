@@ -9,7 +9,7 @@ import torch
 
 from formula_assets.core.profiles import get_profile
 from formula_assets.graphs.vocabulary import TokenVocabulary
-from formula_assets.methods import registry
+from formula_assets.methods import bag_dual_cl, registry
 from formula_assets.methods.bag_dual_cl import METHOD, TEXT, WORD, formula_features, text_features
 from formula_assets.methods.base import LoadedModel
 from formula_assets.syntax.opt import build_opt_graphs
@@ -42,7 +42,7 @@ ROWS = FoldRows(train=np.array([0, 1]), test=np.array([2]))
 
 
 def description():
-    settings = dataclasses.replace(get_profile("smoke").bag_dual_cl, out_dim=3)
+    settings = dataclasses.replace(bag_dual_cl.PROFILE_SETTINGS["smoke"], out_dim=3)
     return dataclasses.replace(described("bag_dual_cl"), settings=settings)
 
 

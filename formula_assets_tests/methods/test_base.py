@@ -11,6 +11,7 @@ from upath import UPath
 
 from formula_assets.core.profiles import get_profile
 from formula_assets.evaluation.lineup import FoldData
+from formula_assets.methods import sbert_dual_cl
 from formula_assets.methods.base import LoadedModel, Method, TrainedMethod
 from formula_assets.training.artifacts import TrainedModel, embeddings_table, save_model
 from formula_assets.training.data import AlignmentData
@@ -18,7 +19,7 @@ from formula_assets.training.models import DualEncoder, RunAverage
 from formula_assets_tests.training.descriptions import described
 
 SETTINGS = dataclasses.replace(
-    get_profile("smoke").sbert_dual_cl, hidden=6, out_dim=3, dropout=0.5, runs=1
+    sbert_dual_cl.PROFILE_SETTINGS["smoke"], hidden=6, out_dim=3, dropout=0.5, runs=1
 )
 DESCRIPTION = dataclasses.replace(described(), settings=SETTINGS)  # 4-wide inputs
 
@@ -90,7 +91,18 @@ def test_loaded_models_cannot_be_reassigned() -> None:
 
 def test_default_training_hooks() -> None:
     profile = get_profile("smoke")
-    assert Dual().settings(profile) == profile.sbert_dual_cl
+    with pytest.raises(ValueError, match=r"no settings for the profile 'smoke' \(it has none\)"):
+        Dual().settings(profile)  # a method's settings are its own: none given, none read
+
+    class Tabled(Dual):
+        profile_settings = {"smoke": SETTINGS}  # noqa: RUF012
+
+    assert Tabled().settings(profile) is SETTINGS
+    varied = dataclasses.replace(SETTINGS, epochs=1)
+    assert Tabled().with_settings(varied).settings(profile) is varied
+    assert Tabled().settings(profile) is SETTINGS  # the method itself is left alone
+    with pytest.raises(TypeError, match="sbert_dual_cl takes MethodSettings, not str"):
+        Dual().with_settings("epochs=1")  # type: ignore[arg-type]
     data = AlignmentData(
         qids=["Q1", "Q2"],
         graphs=None,  # type: ignore[arg-type]

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from formula_assets.core.profiles import get_profile
-from formula_assets.methods import registry
+from formula_assets.methods import registry, sbert_finetuned_cl
 from formula_assets.methods.base import LoadedModel
 from formula_assets.methods.sbert_finetuned_cl import METHOD, base_folder
 from formula_assets.semantics.identity import folder_hash
@@ -35,7 +35,7 @@ def folder(tmp_path_factory):
 def description(folder, frozen: int = 0, settings: dict | None = None, **changes):
     """The untrained model's description, its settings naming `folder` as the base model."""
     method_settings = dataclasses.replace(
-        get_profile("smoke").sbert_finetuned_cl,
+        sbert_finetuned_cl.PROFILE_SETTINGS["smoke"],
         base_model=str(folder),
         max_seq_len=8,
         frozen_layers=frozen,
@@ -224,22 +224,20 @@ def test_its_base_models_are_named_one_per_run_the_packaged_one_by_its_name() ->
     ]
 
 
-def test_its_base_identities_are_its_base_folders_content_one_per_run(folder, mpnet_folder) -> None:
+def test_its_base_identities_are_its_base_folders_content_one_per_run(
+    folder, mpnet_folder, monkeypatch
+) -> None:
     """A training recipe holds them: a base model changed in place retrains its models."""
     from dataclasses import replace
 
     smoke = get_profile("smoke")
-    one = replace(
-        smoke, sbert_finetuned_cl=replace(smoke.sbert_finetuned_cl, base_model=str(folder))
-    )
-    assert METHOD.base_identities(one) == [folder_hash(folder).digest]
-    joined = replace(
-        smoke,
-        sbert_finetuned_cl=replace(
-            smoke.sbert_finetuned_cl, base_model=f"{folder}+{mpnet_folder}", frozen_layers=(1, 2)
-        ),
-    )
-    assert METHOD.base_identities(joined) == [
+    settings = sbert_finetuned_cl.PROFILE_SETTINGS["smoke"]
+    table = sbert_finetuned_cl.PROFILE_SETTINGS
+    monkeypatch.setitem(table, "smoke", replace(settings, base_model=str(folder)))
+    assert METHOD.base_identities(smoke) == [folder_hash(folder).digest]
+    joined = replace(settings, base_model=f"{folder}+{mpnet_folder}", frozen_layers=(1, 2))
+    monkeypatch.setitem(table, "smoke", joined)
+    assert METHOD.base_identities(smoke) == [
         folder_hash(folder).digest,
         folder_hash(mpnet_folder).digest,
     ]

@@ -7,6 +7,7 @@ import pyarrow as pa
 from formula_assets.core.arrow import vector_column
 from formula_assets.graphs.inputs import TokenTexts
 from formula_assets.graphs.vocabulary import TokenVocabulary
+from formula_assets.methods import graph_text_cl
 from formula_assets.methods.graph_text_cl import unseen_tokens
 from formula_assets.syntax.opt import build_opt_graphs
 
@@ -57,7 +58,6 @@ import dataclasses  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
 
-from formula_assets.core.profiles import get_profile  # noqa: E402
 from formula_assets.methods import registry  # noqa: E402
 from formula_assets.methods.graph_text_cl import METHOD, graph_inputs  # noqa: E402
 from formula_assets.training.data import AlignmentData  # noqa: E402
@@ -86,7 +86,7 @@ ROWS = FoldRows(train=np.array([0, 1]), test=np.array([2, 3]))
 
 def graph_description(**settings):
     base = dataclasses.replace(
-        get_profile("smoke").graph_text_cl, hidden=8, out_dim=3, runs=1, **settings
+        graph_text_cl.PROFILE_SETTINGS["smoke"], hidden=8, out_dim=3, runs=1, **settings
     )
     return dataclasses.replace(
         described("graph_text_cl"), settings=base, semantic_dim=5, structural_dim=3

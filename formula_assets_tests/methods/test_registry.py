@@ -14,9 +14,16 @@ from formula_assets.core.settings import EXTRA_METHODS_ENV, PROFILE_ENV, Setting
 from formula_assets.evaluation.lineup import Lineup
 from formula_assets.methods import registry
 from formula_assets.methods.base import Method, TrainedMethod
+from formula_assets.training.settings import MethodSettings
+
+SETTINGS = MethodSettings(
+    epochs=1, batch_size=1, learning_rate=0.1, weight_decay=0.0, intra_weight=0.0, patience=1
+)
 
 
 def toy(name: object, base: type = Method, **attributes) -> Method:
+    if base is TrainedMethod:  # a trained method has settings in every profile
+        attributes = {"profile_settings": dict.fromkeys(PROFILES, SETTINGS), **attributes}
     return type("Toy", (base,), {"name": name, **attributes})()
 
 

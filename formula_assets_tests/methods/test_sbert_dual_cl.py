@@ -6,14 +6,15 @@ import dataclasses
 import numpy as np
 import torch
 
-from formula_assets.core.profiles import get_profile
-from formula_assets.methods import registry
+from formula_assets.methods import registry, sbert_dual_cl
 from formula_assets.methods.base import LoadedModel
 from formula_assets.methods.sbert_dual_cl import METHOD
 from formula_assets.training.data import AlignmentData
 from formula_assets_tests.training.descriptions import described
 
-SETTINGS = dataclasses.replace(get_profile("smoke").sbert_dual_cl, hidden=6, out_dim=4, dropout=0.3)
+SETTINGS = dataclasses.replace(
+    sbert_dual_cl.PROFILE_SETTINGS["smoke"], hidden=6, out_dim=4, dropout=0.3
+)
 DESCRIPTION = dataclasses.replace(described(), settings=SETTINGS, structural_dim=3, semantic_dim=5)
 DATA = AlignmentData(
     qids=["Q1", "Q2"],

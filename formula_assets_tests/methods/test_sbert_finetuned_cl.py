@@ -9,10 +9,16 @@ import pytest
 import torch
 from upath import UPath
 
-from formula_assets.core.profiles import get_profile
+from formula_assets.core.profiles import Profile, get_profile
 from formula_assets.evaluation.ranking import CosineScorer, gold_ranks, normalise_rows
 from formula_assets.methods import registry
-from formula_assets.methods.sbert_finetuned_cl import METHOD, base_folder
+from formula_assets.methods.sbert_finetuned_cl import (
+    METHOD,
+    PROFILE_SETTINGS,
+    FineTunedSentenceEncoder,
+    FineTunedSettings,
+    base_folder,
+)
 from formula_assets.semantics.bert import folder_weights
 from formula_assets.semantics.texts import annotation_text
 from formula_assets.training.artifacts import save_model
@@ -24,9 +30,18 @@ from formula_assets.training.weights import kept_state
 SMOKE = get_profile("smoke")
 # three short epochs, the lowest three layers frozen: seconds, and enough to see learning
 SETTINGS = dataclasses.replace(
-    SMOKE.sbert_finetuned_cl, epochs=3, batch_size=32, learning_rate=1e-4, frozen_layers=3
+    PROFILE_SETTINGS["smoke"], epochs=3, batch_size=32, learning_rate=1e-4, frozen_layers=3
 )
-PROFILE = dataclasses.replace(SMOKE, validation_fraction=0.2, sbert_finetuned_cl=SETTINGS)
+PROFILE = dataclasses.replace(SMOKE, validation_fraction=0.2)
+
+
+class Tuned(FineTunedSentenceEncoder):
+    """The method with the settings above in `smoke`, and those `_profile` names."""
+
+    profile_settings: dict[str, FineTunedSettings] = {"smoke": SETTINGS}  # noqa: RUF012
+
+
+TUNED = Tuned()
 
 
 @pytest.fixture(scope="module")
@@ -39,7 +54,7 @@ def data(small_corpus):
 
 @pytest.fixture(scope="module")
 def trained(data):
-    return train_fold(METHOD, 1, data, PROFILE)
+    return train_fold(TUNED, 1, data, PROFILE)
 
 
 class Query:
@@ -133,7 +148,7 @@ def test_it_needs_the_annotation_texts(small_corpus) -> None:
     c = small_corpus
     without = alignment_data(c.folds, c.graphs, c.semantic, c.opt_text, c.tokens)
     with pytest.raises(ValueError, match="concept_annotations"):
-        train_fold(METHOD, 1, without, PROFILE)
+        train_fold(TUNED, 1, without, PROFILE)
 
 
 # ------------------------------------------------------------ several base models, one run each
@@ -155,24 +170,25 @@ def bases(tmp_path_factory):
     return tiny_bert(root / "bert"), mpnet
 
 
-def _profile(base_model: str, frozen_layers) -> object:
-    settings = dataclasses.replace(
+def _profile(base_model: str, frozen_layers) -> Profile:
+    name = f"smoke {base_model} {frozen_layers}"
+    TUNED.profile_settings[name] = dataclasses.replace(
         SETTINGS, base_model=base_model, frozen_layers=frozen_layers, epochs=2
     )
-    return dataclasses.replace(PROFILE, sbert_finetuned_cl=settings)
+    return dataclasses.replace(PROFILE, name=name)
 
 
 @pytest.fixture(scope="module")
 def joined(data, bases):
     bert, mpnet = bases
-    return train_fold(METHOD, 1, data, _profile(f"{bert}+{mpnet}", (1, 2)))
+    return train_fold(TUNED, 1, data, _profile(f"{bert}+{mpnet}", (1, 2)))
 
 
 def test_each_base_model_trains_its_own_run_as_it_would_alone(joined, data, bases) -> None:
     from formula_assets.training.fold import RUN_SEED_STRIDE
 
     bert, mpnet = bases
-    alone = train_fold(METHOD, 1, data, _profile(str(bert), 1))
+    alone = train_fold(TUNED, 1, data, _profile(str(bert), 1))
     first = {k.removeprefix("runs.0."): v for k, v in joined.state.items() if "runs.0." in k}
     assert first.keys() == alone.state.keys()
     assert all(torch.equal(first[k], alone.state[k]) for k in first)
@@ -204,3 +220,21 @@ def test_a_model_of_several_bases_reloads_and_encodes_queries_as_the_corpus(
     np.testing.assert_allclose(joined_runs(per_run).numpy(), vectors, atol=1e-5)
     cosines = [normalise_rows(v.numpy()) @ normalise_rows(v.numpy()).T for v in per_run]
     np.testing.assert_allclose(vectors @ vectors.T, (cosines[0] + cosines[1]) / 2, atol=1e-5)
+
+
+def test_several_base_models_train_one_run_each_with_their_own_frozen_layers() -> None:
+    finetuned = PROFILE_SETTINGS["medium"]
+    assert finetuned.base_models() == [(None, 4)]
+    assert dataclasses.replace(finetuned, base_model="/m").base_models() == [("/m", 4)]
+    both = dataclasses.replace(finetuned, base_model="all-MiniLM-L6-v2 + /m", frozen_layers=(4, 11))
+    assert both.base_models() == [("all-MiniLM-L6-v2", 4), ("/m", 11)]
+    two = dataclasses.replace(both, frozen_layers=2)
+    assert two.base_models() == [("all-MiniLM-L6-v2", 2), ("/m", 2)]
+    with pytest.raises(ValueError, match=r"names 3 base models' layers, base_model .* has 2"):
+        dataclasses.replace(both, frozen_layers=(1, 2, 3))
+    with pytest.raises(ValueError, match="one run each"):
+        dataclasses.replace(both, runs=2)
+    with pytest.raises(ValueError, match="one run each"):
+        dataclasses.replace(both, base_model="/m+")
+    with pytest.raises(ValueError, match="a model needs at least one run"):  # the base's check
+        dataclasses.replace(finetuned, runs=0)

@@ -11,7 +11,6 @@ import pyarrow as pa
 import pytest
 
 from formula_assets.core.lake import ROW_GROUP_ROWS_KEY
-from formula_assets.core.profiles import MethodSettings
 from formula_assets.core.protocol import DIRECTIONS, ENSEMBLE
 from formula_assets.evaluation.hubness import SpaceHubness
 from formula_assets.methods import registry
@@ -29,6 +28,7 @@ from formula_assets.training.artifacts import (
     TrainedModel,
     embeddings_table,
 )
+from formula_assets.training.settings import MethodSettings
 
 TRAINED = registry.trained()
 INDEXED = registry.indexed()

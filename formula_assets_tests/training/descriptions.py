@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from formula_assets.core.profiles import get_profile
+from formula_assets.methods import sbert_dual_cl
 from formula_assets.training.artifacts import ModelDescription, SplitSizes
 
 
@@ -14,7 +14,7 @@ def described(method: str = "sbert_dual_cl", fold: int = 1, **extra: Any) -> Mod
         method=method,
         fold=fold,
         profile="smoke",
-        settings=get_profile("smoke").sbert_dual_cl,
+        settings=sbert_dual_cl.PROFILE_SETTINGS["smoke"],
         seed=0,
         semantic_dim=4,
         structural_dim=4,

@@ -7,6 +7,7 @@ import json
 import pytest
 
 from formula_assets.methods import registry
+from formula_assets.methods.graph_text_cl import GraphTextSettings
 from formula_assets.training.artifacts import ModelDescription, RunSummary, SplitSizes
 
 # A graph_text_cl config.json as the code before the typed description wrote it (smoke
@@ -131,7 +132,7 @@ FIRST_VERSION = {
 
 
 def test_a_file_written_before_loads_typed_and_is_written_back_unchanged() -> None:
-    described = ModelDescription.from_json(WRITTEN_BEFORE)
+    described = ModelDescription.from_json(WRITTEN_BEFORE, GraphTextSettings)
     assert described.settings.readout == "mean+formula" and described.settings.runs == 1
     assert described.split_sizes == SplitSizes(train=272, validation=30, selection=20, test=78)
     assert described.runs == (
@@ -142,11 +143,14 @@ def test_a_file_written_before_loads_typed_and_is_written_back_unchanged() -> No
     assert described.deterministic is True and described.torch_version == "2.13.0+cpu"
     assert described.extra == {}
     assert described.to_json() == WRITTEN_BEFORE
-    assert ModelDescription.from_json(json.loads(json.dumps(described.to_json()))) == described
+    assert (
+        ModelDescription.from_json(json.loads(json.dumps(described.to_json())), GraphTextSettings)
+        == described
+    )
 
 
 def test_the_first_versions_file_loads_with_the_defaults_of_what_came_later() -> None:
-    described = ModelDescription.from_json(FIRST_VERSION)
+    described = ModelDescription.from_json(FIRST_VERSION, GraphTextSettings)
     assert described.split_sizes.selection == 0 and described.selection_fraction == 0.0
     assert described.runs == () and described.deterministic is None
     settings = described.settings
@@ -158,14 +162,16 @@ def test_the_first_versions_file_loads_with_the_defaults_of_what_came_later() ->
     )
     network = registry.trained_method("graph_text_cl").build(described)
     assert network.graph.token.num_embeddings == 4  # the recorded vocabulary's size
-    again = ModelDescription.from_json(described.to_json())
+    again = ModelDescription.from_json(described.to_json(), GraphTextSettings)
     assert again == described
     assert "deterministic" not in described.to_json()  # not recorded then, not invented now
 
 
 def test_a_dual_encoder_description_names_no_graph_inputs() -> None:
     described = dataclasses.replace(
-        ModelDescription.from_json(FIRST_VERSION), method="sbert_dual_cl", vocabulary=()
+        ModelDescription.from_json(FIRST_VERSION, GraphTextSettings),
+        method="sbert_dual_cl",
+        vocabulary=(),
     )
     written = described.to_json()
     assert not {"vocabulary", "token_text_dim", "formula_text_dim", "unseen_test_tokens"} & set(
@@ -174,10 +180,14 @@ def test_a_dual_encoder_description_names_no_graph_inputs() -> None:
 
 
 def test_a_config_that_cannot_be_rebuilt_is_a_clear_error() -> None:
-    with pytest.raises(ValueError, match=r"unknown entries \['width'\]"):
+    with pytest.raises(ValueError, match=r"GraphTextSettings does not have: \['width'\]"):
         ModelDescription.from_json(
-            {**FIRST_VERSION, "settings": {**FIRST_VERSION["settings"], "width": 3}}
+            {**FIRST_VERSION, "settings": {**FIRST_VERSION["settings"], "width": 3}},
+            GraphTextSettings,
         )
+    # a graph model's description read without its method's class: its own fields are refused
+    with pytest.raises(ValueError, match=r"MethodSettings does not have: \['formula_text'"):
+        ModelDescription.from_json(WRITTEN_BEFORE)
     incomplete = {k: v for k, v in FIRST_VERSION.items() if k not in ("seed", "settings")}
     with pytest.raises(ValueError, match="lacks seed, settings"):
         ModelDescription.from_json(incomplete)

@@ -8,11 +8,12 @@ import numpy as np
 import pytest
 import torch
 
-from formula_assets.core.profiles import MethodSettings, get_profile
+from formula_assets.core.profiles import Profile, get_profile
 from formula_assets.methods.sbert_dual_cl import SentenceDualEncoder
 from formula_assets.training.data import AlignmentData
 from formula_assets.training.fold import default_device, train_fold
 from formula_assets.training.inputs import MatrixInputs, Prepared
+from formula_assets.training.settings import MethodSettings
 
 _rng = np.random.default_rng(1)
 _X = _rng.normal(size=(40, 6)).astype(np.float32)
@@ -40,13 +41,24 @@ PROFILE = dataclasses.replace(
     validation_fraction=0.25,
     selection_fraction=0.1,
     torch_threads=0,
-    sbert_dual_cl=SETTINGS,
 )
-METHOD = SentenceDualEncoder()
 
 
-def profile(**settings) -> object:
-    return dataclasses.replace(PROFILE, sbert_dual_cl=dataclasses.replace(SETTINGS, **settings))
+class TestDual(SentenceDualEncoder):
+    """sbert_dual_cl with the tiny settings above in `smoke`, and each variant `profile`
+    makes under a profile name of its own."""
+
+    profile_settings: dict[str, MethodSettings] = {"smoke": SETTINGS}  # noqa: RUF012
+
+
+METHOD = TestDual()
+
+
+def profile(**settings) -> Profile:
+    """PROFILE, its sbert_dual_cl settings changed as given."""
+    name = "smoke " + " ".join(f"{k}={v}" for k, v in sorted(settings.items()))
+    METHOD.profile_settings[name] = dataclasses.replace(SETTINGS, **settings)
+    return dataclasses.replace(PROFILE, name=name)
 
 
 def states_equal(a: dict, b: dict) -> bool:
@@ -138,9 +150,7 @@ class NoisyDualEncoder(SentenceDualEncoder):
     """A method that draws random numbers while preparing its inputs (random features)."""
 
     name = "noisy_dual"
-
-    def settings(self, profile):
-        return profile.sbert_dual_cl
+    profile_settings = TestDual.profile_settings  # the variants `profile` makes
 
     def prepare(self, data, rows, description, device) -> Prepared:
         noise = torch.randn(data.opt_text.shape)
@@ -155,7 +165,7 @@ def test_preparing_inputs_is_seeded_with_the_model_seed() -> None:
     assert states_equal(a.state, b.state)
 
 
-class FittedDualEncoder(SentenceDualEncoder):
+class FittedDualEncoder(TestDual):
     """A method fitted in closed form: `prepare` gives the network's weights (here those of
     another seed's network, a stand-in for counted ones)."""
 

@@ -14,6 +14,7 @@ import torch
 from upath import UPath
 
 from formula_assets.core import lake
+from formula_assets.methods.sbert_finetuned_cl import FineTunedSettings
 from formula_assets.training import artifacts
 from formula_assets.training.artifacts import (
     CONFIG,
@@ -34,6 +35,7 @@ from formula_assets.training.artifacts import (
     save_model,
     weights_bytes,
 )
+from formula_assets.training.settings import MethodSettings
 from formula_assets_tests.training.descriptions import described
 
 
@@ -255,37 +257,41 @@ def test_an_untrained_description_says_nothing_was_trained() -> None:
     assert written["best_epoch"] == 0 and written["stopped_early"] is False
 
 
-def test_settings_added_since_the_first_models_are_written_only_when_set() -> None:
-    added = {"base_model", "max_seq_len", "frozen_layers"}
+def test_a_methods_settings_are_written_as_its_own_class_has_them() -> None:
+    """A dual model's config names no other method's fields; a fine-tuned encoder's names its
+    own and loads back into its class."""
     written = described().to_json()["settings"]
-    assert not added & set(written)
-    settings = dataclasses.replace(
-        described().settings,
-        base_model="/models/x",
-        max_seq_len=64,
-        frozen_layers=2,
+    assert set(written) == {f.name for f in dataclasses.fields(MethodSettings)}
+    own = FineTunedSettings(
+        **dataclasses.asdict(described().settings), base_model="/models/x", frozen_layers=2
     )
-    written = dataclasses.replace(described(), settings=settings).to_json()["settings"]
-    assert {k: written[k] for k in added} == {
-        "base_model": "/models/x",
-        "max_seq_len": 64,
-        "frozen_layers": 2,
-    }
-    assert (
-        ModelDescription.from_json(
-            dataclasses.replace(described(), settings=settings).to_json()
-        ).settings
-        == settings
+    config = dataclasses.replace(described(), settings=own).to_json()
+    assert (config["settings"]["base_model"], config["settings"]["frozen_layers"]) == (
+        "/models/x",
+        2,
     )
+    assert ModelDescription.from_json(config, FineTunedSettings).settings == own
 
 
-def test_a_removed_setting_loads_at_the_value_every_rebuildable_model_had() -> None:
+# every field of the one settings class all methods shared before each had its own, at the
+# value a dual encoder recorded (it read none beyond the base's)
+FORMERLY_SHARED = {
+    "layers": 2, "token_text": False, "token_dropout": 0.0, "readout": "mean",
+    "head_hidden": 1024, "head_dropout": 0.3, "semantic_hidden": None, "semantic_dropout": None,
+    "formula_text": False, "base_model": None, "max_seq_len": 128, "frozen_layers": 0,
+    "hard_negatives": 0.0,
+}  # fmt: skip
+
+
+def test_a_config_of_the_formerly_shared_settings_loads_into_the_methods_class() -> None:
     written = described().to_json()
-    old = {**written, "settings": {**written["settings"], "hard_negatives": 0.0}}
+    old = {**written, "settings": {**written["settings"], **FORMERLY_SHARED}}
     assert ModelDescription.from_json(old).settings == described().settings
-    mined = {**written, "settings": {**written["settings"], "hard_negatives": 0.25}}
-    with pytest.raises(ValueError, match="unknown entries \\['hard_negatives'\\]"):
-        ModelDescription.from_json(mined)
+    # a value the method's class cannot hold is a model this code cannot rebuild
+    for entry, value in (("hard_negatives", 0.25), ("token_text", True), ("max_seq_len", 64)):
+        other = {**old, "settings": {**old["settings"], entry: value}}
+        with pytest.raises(ValueError, match=f"MethodSettings does not have: \\['{entry}'\\]"):
+            ModelDescription.from_json(other)
 
 
 def test_split_sizes_and_run_summaries_are_frozen() -> None:

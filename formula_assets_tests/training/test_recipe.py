@@ -10,6 +10,7 @@ import torch
 from upath import UPath
 
 from formula_assets.core.profiles import get_profile
+from formula_assets.methods import graph_text_cl, sbert_dual_cl
 from formula_assets.training.artifacts import (
     CONFIG,
     WEIGHTS,
@@ -30,7 +31,7 @@ def made(**changes) -> str:
         "code": "code",
         "tables": TABLES,
         "profile": PROFILE,
-        "settings": PROFILE.settings("sbert_dual_cl"),
+        "settings": sbert_dual_cl.PROFILE_SETTINGS["smoke"],
         "method": "sbert_dual_cl",
         "fold": 2,
         "device": "cpu",
@@ -51,7 +52,7 @@ def made(**changes) -> str:
         {"profile": replace(PROFILE, selection_fraction=0.2)},
         {"profile": replace(PROFILE, torch_threads=2)},
         {"profile": replace(PROFILE, embedding_model="/models/other")},
-        {"settings": replace(PROFILE.settings("sbert_dual_cl"), epochs=3)},
+        {"settings": replace(sbert_dual_cl.PROFILE_SETTINGS["smoke"], epochs=3)},
         {"method": "graph_text_cl"},
         {"fold": 3},
         {"device": "cuda"},
@@ -63,11 +64,13 @@ def test_every_ingredient_changes_the_recipe(change: dict) -> None:
     assert made(**change) != made()
 
 
-def test_another_methods_settings_leave_it_alone() -> None:
-    """A profile edit to the graph encoder does not make sbert_dual_cl's models retrain."""
-    other = replace(PROFILE, graph_text_cl=replace(PROFILE.graph_text_cl, epochs=99))
-    assert made(profile=other) == made()
-    assert made() == made()
+def test_another_methods_settings_leave_it_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An edit to the graph encoder's settings does not make sbert_dual_cl's models retrain:
+    each method's settings are its own."""
+    before = made(settings=sbert_dual_cl.METHOD.settings(PROFILE))
+    graph = graph_text_cl.PROFILE_SETTINGS
+    monkeypatch.setitem(graph, "smoke", replace(graph["smoke"], epochs=99))
+    assert made(settings=sbert_dual_cl.METHOD.settings(PROFILE)) == before == made()
 
 
 def model(value: float = 1.0, made_by: str = "") -> TrainedModel:

@@ -10,14 +10,12 @@ import pytest
 import torch
 from upath import UPath
 
-from formula_assets.core.profiles import get_profile
-from formula_assets.methods import registry
+from formula_assets.methods import graph_text_cl, registry
 from formula_assets.methods.graph_text_cl import graph_inputs
 from formula_assets.training.artifacts import (
     WEIGHTS,
     ModelDescription,
     current_version,
-    load_model,
     save_model,
 )
 from formula_assets.training.fold import RUN_SEED_STRIDE
@@ -32,8 +30,12 @@ METHODS = registry.trained()
 GRADIENT = [m for m in METHODS if registry.trained_method(m).settings(PROFILE).epochs > 0]
 
 
-def train_fold(method: str, fold: int, data, profile):
-    return train_method(registry.trained_method(method), fold, data, profile)
+def train_fold(method: str, fold: int, data, profile, settings=None):
+    """The method's fold model (with `settings` instead of its own, when given)."""
+    trainable = registry.trained_method(method)
+    if settings is not None:
+        trainable = trainable.with_settings(settings)
+    return train_method(trainable, fold, data, profile)
 
 
 def build_model(description: ModelDescription):
@@ -188,7 +190,7 @@ def test_safetensors_round_trip_reproduces_the_model(
     save_model(model, directory)
     weights = current_version(directory) / WEIGHTS
     assert weights.read_bytes()[8:9] == b"{"  # safetensors: 8-byte length, then a JSON header
-    loaded = load_model(directory)
+    loaded = registry.trained_method(method).read_model(directory)
     assert loaded.description == model.description
     assert json.loads((current_version(directory) / "config.json").read_text()) == json.loads(
         json.dumps(model.description.to_json())
@@ -237,9 +239,12 @@ def test_unknown_method_and_tiny_folds(data) -> None:
 def test_few_optimiser_steps_train_without_error(data, method: str, epochs: int, batch_size: int):
     """A one-cycle schedule over 1–30 steps (a capped epoch count, a tiny fold) still trains."""
     settings = dataclasses.replace(
-        PROFILE.settings(method), epochs=epochs, batch_size=batch_size, patience=epochs
+        registry.trained_method(method).settings(PROFILE),
+        epochs=epochs,
+        batch_size=batch_size,
+        patience=epochs,
     )
-    model = train_fold(method, 1, data, dataclasses.replace(PROFILE, **{method: settings}))
+    model = train_fold(method, 1, data, PROFILE, settings)
     assert len(model.history) == epochs * settings.runs
     assert all(np.isfinite(h["loss"]) for h in model.history)
     assert all(1 <= r.best_epoch <= epochs for r in model.description.runs)
@@ -250,7 +255,7 @@ def test_a_formula_context_model_is_rebuilt_from_its_config(trained, data) -> No
     reads its linearised OPT's sentence vector: the config records its width, the stored
     vectors depend on it, and a model that needs it refuses to run without it."""
     model = trained["graph_text_cl"]
-    assert PROFILE.graph_text_cl.formula_text
+    assert graph_text_cl.METHOD.settings(PROFILE).formula_text
     assert model.description.formula_text_dim == data.opt_text.shape[1]
     assert any(k.startswith("graph.formula.") for k in model.state)
     zs, _ = rebuilt_test_vectors(model, data)
@@ -267,18 +272,16 @@ def test_a_formula_head_model_is_rebuilt_from_its_config(data) -> None:
     """The `large` profile's graph settings (the `mean+formula` readout, a semantic head of its
     own size), at the smoke profile's scale: the config rebuilds the same architecture, whose
     weights load strictly and reproduce the stored vectors."""
-    large = get_profile("large").graph_text_cl
+    large = graph_text_cl.PROFILE_SETTINGS["large"]
     settings = dataclasses.replace(
-        PROFILE.graph_text_cl,
+        graph_text_cl.PROFILE_SETTINGS["smoke"],
         epochs=2,
         readout=large.readout,
         head_hidden=32,
         semantic_hidden=48,
         semantic_dropout=large.semantic_dropout,
     )
-    model = train_fold(
-        "graph_text_cl", 1, data, dataclasses.replace(PROFILE, graph_text_cl=settings)
-    )
+    model = train_fold("graph_text_cl", 1, data, PROFILE, settings)
     rebuilt = build_model(model.description)
     assert rebuilt.graph.formula_head[0].out_features == 32
     assert rebuilt.semantic.net[0].out_features == 48
@@ -293,20 +296,20 @@ def test_a_formula_head_model_is_rebuilt_from_its_config(data) -> None:
 def test_a_model_of_several_runs_averages_independent_seeds(data, method: str) -> None:
     """With `runs: 2` the model holds two networks trained as two separate seeds (run 0 is the
     one-run model, bit for bit), and its vectors' cosines are the mean of the runs' cosines."""
-    settings = dataclasses.replace(PROFILE.settings(method), epochs=3, patience=3, runs=1)
-    single = train_fold(method, 1, data, dataclasses.replace(PROFILE, **{method: settings}))
+    settings = dataclasses.replace(
+        registry.trained_method(method).settings(PROFILE), epochs=3, patience=3, runs=1
+    )
+    single = train_fold(method, 1, data, PROFILE, settings)
     twice = dataclasses.replace(settings, runs=2)
-    model = train_fold(method, 1, data, dataclasses.replace(PROFILE, **{method: twice}))
+    model = train_fold(method, 1, data, PROFILE, twice)
     runs = model.description.runs
     assert [r.seed for r in runs] == [single.description.seed, single.description.seed + 100_000]
     assert all(torch.equal(model.state[f"runs.0.{k}"], v) for k, v in single.state.items())
     # run 1 is a one-run model of its own seed, bit for bit: initialised, shuffled and
     # dropped out with that seed, not run 0's
     assert RUN_SEED_STRIDE % 1000 == 0  # a model's seed is profile.seed × 1000 + fold
-    reseeded = dataclasses.replace(
-        PROFILE, seed=PROFILE.seed + RUN_SEED_STRIDE // 1000, **{method: settings}
-    )
-    second = train_fold(method, 1, data, reseeded)
+    reseeded = dataclasses.replace(PROFILE, seed=PROFILE.seed + RUN_SEED_STRIDE // 1000)
+    second = train_fold(method, 1, data, reseeded, settings)
     assert second.description.seed == runs[1].seed
     assert all(torch.equal(model.state[f"runs.1.{k}"], v) for k, v in second.state.items())
     trained_names = {  # a method may keep some weights frozen (the fine-tuned encoder's)

@@ -135,7 +135,9 @@ def fold_models(
             trainable.base_identities(profile),
         )
         directory = context.resources.model_io_manager.model_directory(fold, method)
-        trained = None if config.retrain else stored_model(directory, made_by)
+        trained = (
+            None if config.retrain else stored_model(directory, made_by, trainable.settings_type)
+        )
         reused = trained is not None
         if trained is not None:
             context.log.info(
