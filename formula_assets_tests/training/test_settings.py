@@ -1,6 +1,6 @@
 """The settings every method's own class extends."""
 
-from dataclasses import replace
+from dataclasses import FrozenInstanceError, replace
 
 import pytest
 
@@ -37,3 +37,11 @@ def test_settings_as_a_methods_class_refuses_another_class() -> None:
     assert settings_as(SETTINGS, MethodSettings, "m") is SETTINGS
     with pytest.raises(TypeError, match="m: its settings are Wider, the description holds "):
         settings_as(SETTINGS, Wider, "m")
+
+
+def test_a_method_without_towers_leaves_their_sizes_at_zero_and_settings_are_frozen() -> None:
+    """The lexicon and the fine-tuned encoder state only their schedule (their towers are
+    not MLPs); settings are values, shared by every model of a profile."""
+    assert (SETTINGS.out_dim, SETTINGS.hidden, SETTINGS.dropout) == (0, 0, 0.0)
+    with pytest.raises(FrozenInstanceError):
+        SETTINGS.epochs = 4  # type: ignore[misc]
