@@ -29,11 +29,11 @@ import yaml
 
 from formula_assets.cli.refresh import RefreshReport, refresh
 from formula_assets.cli.runs import Job, Print, RefreshError, data_versions, plan_jobs
-from formula_assets.cli.stale import Entry
 from formula_assets.core import settings
 from formula_assets.core.settings import CELERY_BROKER_ENV as BROKER_ENV
 from formula_assets.core.settings import POSTGRES_URL_ENV, PROFILE_ENV
 from formula_assets.defs.dagster_internals import location_asset_job
+from formula_assets.defs.plan import Entry
 from formula_assets.deploy.local import (
     Postgres,
     Process,

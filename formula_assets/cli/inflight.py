@@ -20,9 +20,9 @@ from dataclasses import dataclass
 import dagster as dg
 
 from formula_assets.cli.runs import REFRESH_TAG, Job
-from formula_assets.cli.stale import Target
 from formula_assets.core.lake import pid_alive
 from formula_assets.defs import dagster_internals as internals
+from formula_assets.defs.plan import Target
 
 RUNNING = {
     dg.DagsterRunStatus.STARTING,

@@ -12,7 +12,7 @@ from __future__ import annotations
 import dagster as dg
 
 from formula_assets.cli.runs import REFRESH_TAG, Print, RefreshError
-from formula_assets.cli.stale import Entry, stale_entries
+from formula_assets.defs.plan import Entry, stale_entries
 
 OBSERVE_JOB = "observe_wikidata"
 MODEL_JOB = "observe_sentence_model"

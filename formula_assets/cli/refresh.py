@@ -27,7 +27,7 @@ from formula_assets.cli.inflight import Builder, building_elsewhere, job_targets
 from formula_assets.cli.observe import observe
 from formula_assets.cli.pools import ensure_training_pool, free_slots_of_ended_runs
 from formula_assets.cli.runs import Job, Print, RefreshError, Runner
-from formula_assets.cli.stale import Entry, Target, stale_entries
+from formula_assets.defs.plan import Target, buildable, stale_entries
 
 MAX_ROUNDS = 50
 POLL_S = 2.0  # how often a waiting refresh looks at the runs it waits for
@@ -41,23 +41,6 @@ class RefreshReport:
     ran: list[str] = field(default_factory=list)
     rounds: int = 0
     seconds: float = 0.0
-
-
-def _frontier(defs: dg.Definitions, entries: list[Entry]) -> list[Entry]:
-    """Entries none of whose ancestors is itself stale or missing. Not only parents: an asset
-    stale for its own code version whose grandparent is being rebuilt would run now and again
-    once the rebuild reaches its parent (a parser change ran the annotation audit twice)."""
-    graph = defs.resolve_asset_graph()
-    pending = {e.target.key for e in entries}
-    ancestors: dict[dg.AssetKey, set[dg.AssetKey]] = {}
-
-    def above(key: dg.AssetKey) -> set[dg.AssetKey]:
-        if key not in ancestors:
-            parents = set(graph.get(key).parent_keys)
-            ancestors[key] = parents.union(*(above(p) for p in parents))
-        return ancestors[key]
-
-    return [e for e in entries if not (above(e.target.key) & pending)]
 
 
 def _held(
@@ -135,7 +118,7 @@ def refresh(
     said: set[tuple[Job, Builder]] = set()
     while entries := stale_entries(defs, instance):
         runner.expect(defs, entries)
-        frontier = _frontier(defs, entries)
+        frontier = buildable(defs.resolve_asset_graph(), entries)
         planned = runner.plan(defs, frontier)
         held = _held(defs, instance, planned)
         _announce(held, said, echo)

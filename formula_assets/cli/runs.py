@@ -12,7 +12,7 @@ from typing import Protocol
 
 import dagster as dg
 
-from formula_assets.cli.stale import Entry
+from formula_assets.defs.plan import Entry
 
 REFRESH_TAG = "formula_assets/refresh"
 JOB_TAG = "formula_assets/refresh_job"

@@ -26,8 +26,8 @@ import dagster as dg
 
 from formula_assets.cli.inflight import building_elsewhere, job_targets
 from formula_assets.cli.runs import JOB_TAG, Job, Print, RefreshError, materialize, plan_jobs, say
-from formula_assets.cli.stale import Entry
 from formula_assets.defs.metadata import asset_cost, partition_cost
+from formula_assets.defs.plan import Entry
 
 _DEFS: dg.Definitions | None = None
 _STARTED: Any = None  # the pool's queue of (pid, job) announcements

@@ -1,27 +1,25 @@
-"""Declarative automation: new upstream data flows down on its own, and only new data.
+"""Declarative automation: what changed flows down on its own, built by refresh's rule.
 
-Dagster's `eager` requests a whole chain in one tick — children are requested because their
-parent *will be* rebuilt — even when the rebuilt parent turns out identical. Here a child is
-requested only when a parent's data version actually changed (or its own code version did),
-so the content-hash data versions stop a cascade under automation as they do under
-`formula-assets refresh`. Like `eager`, nothing is requested while a parent is missing or in
-progress. Unlike it, nothing is requested while a parent will still change either (it waits on
-its own parents), so a change that reaches an asset by several paths builds it once — where
-each parent it waits for has a reason of its own to change; a parent that has none yet, because
-the change is two levels up, is not waited for (a parser change whose models rebuild
-identical builds the report before the audit and again after it); and
-assets already missing at the sensor's first evaluation are requested too (with their missing
-parents: the sensor emits a backfill, which runs parents first) — except one that a run is
-building right then (a `formula-assets refresh` started before the UI), and so nothing below
-it either, since those would read its old output. An asset whose run has just ended waits one
-evaluation, until that run's materialization is in view: an evaluation can see the run end
-before it sees what the run built, and would otherwise request the asset again for parent
-data that run had already read.
+What may be built now is decided by one rule, `defs.plan.buildable`, which `formula-assets
+refresh` follows too: an asset (or partition) that Dagster's stale status calls stale or
+missing, none of whose ancestors is. The sensor's condition asks that rule (the `buildable`
+condition, Python evaluated on the code server) and adds when to look: only for a new reason
+of its own since the asset was last requested or built (new upstream data, a new code
+version, newly missing; so a failed build is not retried every evaluation), never while it or
+a parent is being built, and not before the sources above it were first observed. So a change
+that reaches an asset by several paths builds it once, after every ancestor it waits for,
+whatever the length of the paths — the order `refresh` builds in. An identical rebuild
+(content-hash data versions) leaves the assets below it fresh, and nothing more is built. On
+the sensor's first evaluation every asset already missing whose ancestors are present is
+requested; the levels below follow as their parents are built. An asset whose run has just
+ended waits one evaluation, until that run's materialization is in view: an evaluation can
+see the run end before it sees what the run built, and would otherwise request the asset
+again.
 
 The `sentence_model` source is observed by the sensor itself: at its first evaluation if it was
-never observed, then hourly (`MODEL_OBSERVATION`); a model whose files changed requests the
-embedding assets and `fold_models` (which reads a fine-tuned encoder's base models), and the
-change flows down like any other.
+never observed, then hourly (`MODEL_OBSERVATION`); a model whose files changed makes the
+embedding assets and `fold_models` (which reads a fine-tuned encoder's base models) stale, and
+the change flows down like any other.
 
 A weekly schedule observes the Wikidata probe; a changed fingerprint updates
 `wikidata_formulae` and the change flows down level by level. With the snapshot source the
@@ -37,8 +35,48 @@ from collections.abc import Sequence
 import dagster as dg
 
 from formula_assets.core.settings import Settings
+from formula_assets.defs.dagster_internals import evaluation_instance
+from formula_assets.defs.plan import buildable, stale_in
 
 _AC = dg.AutomationCondition
+
+
+class Buildable(dg.AutomationCondition):
+    """True for the targets `defs.plan.buildable` builds now (stale or missing, no ancestor
+    that is), computed once per evaluation from Dagster's stale status."""
+
+    @property
+    def name(self) -> str:
+        return "buildable"
+
+    def evaluate(self, context: dg.AutomationContext) -> dg.AutomationResult:
+        partitions = _buildable_now(context).get(context.key, set())
+        if not partitions:
+            true = context.get_empty_subset()
+        elif context.partitions_def is None:
+            true = context.candidate_subset
+        else:
+            keys = {p for p in partitions if p is not None}
+            true = context.candidate_subset.compute_intersection_with_partition_keys(keys)
+        return dg.AutomationResult(context=context, true_subset=true)
+
+
+# The rule's answer for the evaluation under way (one asset graph view per evaluation).
+_LAST: list[tuple[object, dict[dg.AssetKey, set[str | None]]]] = []
+
+
+def _buildable_now(context: dg.AutomationContext) -> dict[dg.AssetKey, set[str | None]]:
+    view = context.asset_graph_view
+    if not _LAST or _LAST[0][0] is not view:
+        graph = context.asset_graph
+        entries = buildable(graph, stale_in(graph, evaluation_instance(context)))
+        targets: dict[dg.AssetKey, set[str | None]] = {}
+        for entry in entries:
+            targets.setdefault(entry.target.key, set()).add(entry.target.partition)
+        _LAST[:] = [(view, targets)]
+    return _LAST[0][1]
+
+
 _TRIGGER = (
     _AC.newly_missing()
     | _AC.code_version_changed()
@@ -50,27 +88,19 @@ _TRIGGER = (
 # view — the asset would be requested again. One evaluation later its materialization is in
 # view and resets the trigger; a run that really left it unbuilt is retried then.
 _RUN_JUST_ENDED = (~_AC.in_progress()).newly_true().with_label("its_run_just_ended")
-# A parent that will still change: being built, just built (not yet in view), or with a reason
-# of its own to rebuild that waits on its own parents. A child waits for all of them, so that a
-# change reaching it by several paths (the audit reads wikidata_formulae, cv_folds and, many
-# levels below them, fold_models and search_index) builds it once, from the new data of every
-# parent, not once per path and in between from new formulae with old models. (A missing
-# parent is `any_deps_missing`'s: requested in the same evaluation, it is built first in the
-# same run.) Ancestors above the parents are not looked at: conditions cannot recurse, and
-# `any_deps_match` unrolled to the graph's depth made an evaluation of the project 3-10 times
-# slower (0.6-0.9 s → 2.5 s at three levels, 7 s at eight).
-_WILL_CHANGE = (
-    (_TRIGGER.since_last_handled() & ~_AC.missing()) | _AC.in_progress() | _RUN_JUST_ENDED
-).with_label("will_change")
+_WAITING = _AC.in_progress() | _AC.any_deps_in_progress() | _RUN_JUST_ENDED
 AUTOMATION = (
     _AC.in_latest_time_window()
     & _TRIGGER.since_last_handled()
     & ~_AC.any_deps_missing()
-    & ~_AC.any_deps_match(_WILL_CHANGE).with_label("any_dep_will_change")
-    & ~_AC.in_progress()
-    & ~_RUN_JUST_ENDED
+    & ~_WAITING
+    & Buildable()
 ).with_label("on_new_data") | (
-    _AC.initial_evaluation() & _AC.missing() & ~_AC.in_progress() & ~_AC.any_deps_missing()
+    _AC.initial_evaluation()
+    & _AC.missing()
+    & ~_AC.any_deps_missing()
+    & ~(_AC.in_progress() | _AC.any_deps_in_progress())
+    & Buildable()
 ).with_label("missing_at_start")
 
 MODEL_OBSERVATION_CRON = "0 * * * *"
@@ -95,8 +125,9 @@ def automation_sensor(settings: Settings | None = None) -> dg.AutomationConditio
         target=dg.AssetSelection.all(include_sources=True),  # sentence_model observes itself
         default_status=default_status(settings),
         minimum_interval_seconds=settings.automation_interval,
-        description="Evaluates every asset's automation condition (eager, plus missing assets "
-        "on the first evaluation).",
+        description="Builds what refresh would build: each asset stale or missing with no "
+        "ancestor that is, once it has a new reason (defs/plan.py, defs/automation.py).",
+        use_user_code_server=True,  # the `buildable` condition is Python
     )
 
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import dagster as dg
+from dagster._core.definitions.assets.graph.base_asset_graph import BaseAssetGraph
 from dagster._core.definitions.data_version import CachingStaleStatusResolver, StaleStatus
 from dagster._core.errors import DagsterDefinitionChangedDeserializationError
 from dagster._core.execution.context.output import RUN_ID_PLACEHOLDER
@@ -38,6 +39,9 @@ SCHEDULE_TAG = SCHEDULE_NAME_TAG
 BACKFILL_TAG = BACKFILL_ID_TAG
 
 AssetPartition = tuple[dg.AssetKey, str | None]
+# The asset graph of a Definitions (`resolve_asset_graph`) or of an automation evaluation
+# (`AutomationContext.asset_graph`): Dagster's public API names no type for it.
+AssetGraph = BaseAssetGraph
 
 
 # ---------------------------------------------------------------- definitions
@@ -109,6 +113,13 @@ def staleness_reader(
         return Staleness(status.value, causes)
 
     return read
+
+
+def evaluation_instance(context: dg.AutomationContext) -> dg.DagsterInstance:
+    """The instance an automation condition is evaluated against: a condition written in
+    Python (`defs.automation`) reads the stale status there, which the context offers only
+    through its asset graph view."""
+    return context.asset_graph_view.instance
 
 
 # ---------------------------------------------------------------- runs and backfills

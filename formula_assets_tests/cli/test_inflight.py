@@ -26,7 +26,7 @@ from dagster._daemon.types import DaemonHeartbeat
 from formula_assets.cli import inflight
 from formula_assets.cli.inflight import building_elsewhere
 from formula_assets.cli.runs import Job
-from formula_assets.cli.stale import Target
+from formula_assets.defs.plan import Target
 from formula_assets_tests.support.automation import definitions
 from formula_assets_tests.support.pipeline import CLI, ROOT, ran, sparql_pipeline
 from formula_assets_tests.support.recorded_runs import KEY, a_run, dead_pid

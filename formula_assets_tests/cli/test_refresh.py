@@ -24,8 +24,8 @@ import pytest
 import formula_assets.cli.refresh as refresh_module
 from formula_assets.cli.refresh import refresh
 from formula_assets.cli.runs import Job, Print, RefreshError
-from formula_assets.cli.stale import Entry, Target
 from formula_assets.cli.worker import LocalRunner
+from formula_assets.defs.plan import Entry, Target
 from formula_assets.defs.semantics.sentence_model import observe_sentence_model as observe_job
 from formula_assets.defs.semantics.sentence_model import sentence_model
 from formula_assets.semantics.models import packaged_default_path

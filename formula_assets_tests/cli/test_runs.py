@@ -18,7 +18,7 @@ from formula_assets.cli.runs import (
     plan_jobs,
     say,
 )
-from formula_assets.cli.stale import Entry, Target
+from formula_assets.defs.plan import Entry, Target
 
 
 def test_a_workers_line_is_one_write_with_its_newline(

@@ -17,10 +17,10 @@ from dagster._core.events import DagsterEventType
 from formula_assets.cli import worker
 from formula_assets.cli.home import ensure_dagster_home
 from formula_assets.cli.runs import JOB_TAG, Job, load_definitions
-from formula_assets.cli.stale import Entry, Target
 from formula_assets.cli.worker import LocalRunner, cost, materialize_here
 from formula_assets.defs.io_managers import DataLakeIOManager
 from formula_assets.defs.metadata import step_cost
+from formula_assets.defs.plan import Entry, Target
 from formula_assets_tests.support.recorded_runs import a_run
 
 PARTS = dg.MultiPartitionsDefinition(

@@ -245,13 +245,29 @@ def test_a_new_code_version_requests_its_asset_and_an_identical_rebuild_stops_th
 
 
 def test_an_asset_missing_at_the_start_is_requested_once_not_at_every_evaluation() -> None:
-    """A run that leaves it missing (it failed) is not retried every minute."""
+    """A run that leaves it missing (it failed) is not retried every minute. Its missing child
+    waits for it, as under `refresh`: a child is built once its parent is there."""
     with dg.instance_for_test() as instance:
         defs, _ = _parent_and_child([1])
         result = dg.evaluate_automation_conditions(defs=defs, instance=instance)
-        assert _requested(result) == {"parent", "child"}  # one backfill, the parent first
+        assert _requested(result) == {"parent"}
         for _ in range(2):
             result = dg.evaluate_automation_conditions(
                 defs=defs, instance=instance, cursor=result.cursor
             )
             assert _requested(result) == set()
+
+
+def test_a_change_two_levels_above_builds_the_report_once_after_the_audit() -> None:
+    """A parser change that only the token vectors see: the OPT texts' and the structural
+    vectors, and so the models, rebuild identical. The audit and the report read the parser's
+    output by paths of different lengths; each waits for every ancestor that will still
+    change, as `refresh` does (`defs.plan.buildable`), so each is built once, the report
+    last, not once per path (waiting on parents only built both twice)."""
+    identical = {"fold_models", "structural_embeddings", "opt_text_embeddings"}
+    assets, below = _mirror_of_the_project(frozenset(identical))
+    builds, rounds = _follow(assets, "opt_graphs")
+    assert builds and set(builds.values()) == {1}, rounds
+    assert set(builds) <= below["opt_graphs"]
+    first = {name: i for i, batch in enumerate(rounds) for name in batch}
+    assert first["report"] > max(i for name, i in first.items() if name != "report"), rounds

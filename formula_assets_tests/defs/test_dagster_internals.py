@@ -207,6 +207,31 @@ def test_staleness_reader(instance: dg.DagsterInstance) -> None:
     )
 
 
+def test_evaluation_instance(instance: dg.DagsterInstance) -> None:
+    """A condition written in Python sees the instance it is evaluated against, and the
+    asset graph its context offers is an `AssetGraph` as `resolve_asset_graph` gives."""
+    seen: list[tuple[dg.DagsterInstance, object]] = []
+
+    class Spy(dg.AutomationCondition):
+        @property
+        def name(self) -> str:
+            return "spy"
+
+        def evaluate(self, context: dg.AutomationContext) -> dg.AutomationResult:
+            seen.append((internals.evaluation_instance(context), context.asset_graph))
+            return dg.AutomationResult(context=context, true_subset=context.candidate_subset)
+
+    @dg.asset(automation_condition=Spy())
+    def spied() -> None: ...
+
+    defs = dg.Definitions(assets=[spied])
+    result = dg.evaluate_automation_conditions(defs=defs, instance=instance)
+    assert result.get_num_requested(dg.AssetKey("spied")) == 1
+    assert seen and all(i is instance for i, _ in seen)
+    assert all(isinstance(g, internals.AssetGraph) for _, g in seen)
+    assert isinstance(defs.resolve_asset_graph(), internals.AssetGraph)
+
+
 # ---------------------------------------------------------------- runs and backfills
 
 FOLDS = dg.StaticPartitionsDefinition(["1", "2", "3"])

@@ -15,12 +15,12 @@ import pytest
 
 from formula_assets.cli.observe import observe_sentence_model, observed_stale_entries
 from formula_assets.cli.refresh import RefreshError, refresh
-from formula_assets.cli.stale import stale_entries
 from formula_assets.core.arrow import vectors as matrix
 from formula_assets.core.profiles import PROFILES
 from formula_assets.defs.automation import automation_sensor
 from formula_assets.defs.conventions import with_conventions
 from formula_assets.defs.io_managers import DataLakeIOManager
+from formula_assets.defs.plan import stale_entries
 from formula_assets.defs.resources.sentence_embedder import SentenceEmbedderResource
 from formula_assets.defs.semantics.concept_annotations import concept_annotations
 from formula_assets.defs.semantics.sentence_embeddings import (

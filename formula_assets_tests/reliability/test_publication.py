@@ -20,7 +20,6 @@ import pyarrow as pa
 import pytest
 from upath import UPath
 
-from formula_assets.cli.stale import stale_entries
 from formula_assets.core import lake as data_lake
 from formula_assets.core.checks import Outcome
 from formula_assets.core.hashing import table_content_hash
@@ -32,6 +31,7 @@ from formula_assets.defs.ingest.wikidata_formulae import (
     wikidata_formulae_unique_qid,
 )
 from formula_assets.defs.io_managers import DataLakeIOManager
+from formula_assets.defs.plan import stale_entries
 from formula_assets.defs.publication import REJECTED_RUN_TAG, settle
 from formula_assets.defs.resources.wikidata import WikidataResource
 from formula_assets.defs.syntax.opt_graphs import parse_formulae

@@ -1,5 +1,10 @@
-"""What is stale or missing, and why: Dagster's own stale-status resolver, after observing
-the sources as `refresh` does (`cli/observe.py`), so the list is what a refresh would build.
+"""What to build now: the one rule of `formula-assets refresh` and of the automation sensor.
+
+An asset (or partition) is built when Dagster's stale status says it is stale or missing and
+none of its ancestors is (`buildable`): a step never runs while something above it will still
+change, so a change that reaches it by several paths of different lengths builds it once, from
+the new data of all of them. `refresh` builds the buildable set round by round until nothing is
+stale; the sensor's condition (`defs.automation`) requests it evaluation by evaluation.
 
 Dagster exposes staleness through its web server; in Python only through a private class,
 which `defs.dagster_internals.staleness_reader` wraps (and its test pins).
@@ -11,7 +16,7 @@ from dataclasses import dataclass
 
 import dagster as dg
 
-from formula_assets.defs.dagster_internals import AssetPartition, staleness_reader
+from formula_assets.defs.dagster_internals import AssetGraph, AssetPartition, staleness_reader
 
 
 @dataclass(frozen=True)
@@ -43,8 +48,13 @@ def _cause_text(reason: str, dependency: AssetPartition | None) -> str:
 
 
 def stale_entries(defs: dg.Definitions, instance: dg.DagsterInstance) -> list[Entry]:
-    """Every stale or missing materializable asset (per partition), in topological order."""
-    graph = defs.resolve_asset_graph()
+    """Every stale or missing materializable asset of `defs` (per partition)."""
+    return stale_in(defs.resolve_asset_graph(), instance)
+
+
+def stale_in(graph: AssetGraph, instance: dg.DagsterInstance) -> list[Entry]:
+    """Every stale or missing materializable asset of `graph` (per partition), in
+    topological order."""
     read = staleness_reader(instance, graph)
     entries: list[Entry] = []
     for key in graph.toposorted_asset_keys:
@@ -65,3 +75,20 @@ def stale_entries(defs: dg.Definitions, instance: dg.DagsterInstance) -> list[En
             )
             entries.append(Entry(Target(key, partition), staleness.status, causes))
     return entries
+
+
+def buildable(graph: AssetGraph, entries: list[Entry]) -> list[Entry]:
+    """The entries none of whose ancestors is itself stale or missing. Not only parents: an
+    asset stale for its own code version whose grandparent is being rebuilt would run now and
+    again once the rebuild reaches its parent (a parser change ran the annotation audit
+    twice)."""
+    pending = {e.target.key for e in entries}
+    ancestors: dict[dg.AssetKey, set[dg.AssetKey]] = {}
+
+    def above(key: dg.AssetKey) -> set[dg.AssetKey]:
+        if key not in ancestors:
+            parents = set(graph.get(key).parent_keys)
+            ancestors[key] = parents.union(*(above(p) for p in parents))
+        return ancestors[key]
+
+    return [e for e in entries if not (above(e.target.key) & pending)]

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import dagster as dg
 import pytest
 
-from formula_assets.cli.stale import Entry, Target, stale_entries
+from formula_assets.defs.plan import Entry, Target, stale_entries
 
 LETTERS = dg.StaticPartitionsDefinition(["x", "y"])
 observed = dg.SourceAsset("observed")
