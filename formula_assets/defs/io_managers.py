@@ -132,10 +132,11 @@ class ModelUPathIOManager(LakeUPathIOManager):
         save_model(obj, path)
 
     def load_from_path(self, context: dg.InputContext, path: UPath) -> Any:
-        """The partition's model, its settings as its method's class (the folder's name)."""
+        """The stored model, its settings as the class of the method it names."""
         from formula_assets.methods import registry
+        from formula_assets.training.artifacts import stored_method
 
-        return registry.trained_method(path.name).read_model(path)
+        return registry.trained_method(stored_method(path)).read_model(path)
 
     def path_exists(self, path: UPath) -> bool:
         from formula_assets.training.artifacts import POINTER

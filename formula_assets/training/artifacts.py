@@ -403,6 +403,12 @@ def stored_description(
     return ModelDescription.from_json(config, settings_type)
 
 
+def stored_method(directory: UPath) -> str:
+    """The method the current version's description names: which settings class to load it
+    as (a reader that knows only the folder, such as the model store's IO manager)."""
+    return str(json.loads(_read(current_version(directory) / CONFIG))["method"])
+
+
 def _read(path: UPath) -> bytes:
     """The whole file in one read (one GET on an object store, never ranged reads)."""
     return path.fs.cat_file(path.path)

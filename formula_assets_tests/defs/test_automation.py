@@ -8,6 +8,7 @@ import dagster as dg
 import pytest
 
 from formula_assets.defs import automation
+from formula_assets.defs.plan import buildable, stale_entries
 from formula_assets_tests.support.automation import definitions, observe, requested
 from formula_assets_tests.support.sparql_server import FakeWdqs
 
@@ -271,3 +272,30 @@ def test_a_change_two_levels_above_builds_the_report_once_after_the_audit() -> N
     assert set(builds) <= below["opt_graphs"]
     first = {name: i for i, batch in enumerate(rounds) for name in batch}
     assert first["report"] > max(i for name, i in first.items() if name != "report"), rounds
+
+
+def _refresh_rounds(assets: list[dg.AssetsDefinition], changed: str) -> list[list[str]]:
+    """The rounds `formula-assets refresh` builds after a new version of `changed`: the
+    buildable stale entries, built as one run, until nothing is stale."""
+    defs = dg.Definitions(assets=assets)
+    graph = defs.resolve_asset_graph()
+    names = [a.key.to_user_string() for a in assets]
+    rounds: list[list[str]] = []
+    with dg.instance_for_test() as instance:
+        assert dg.materialize(assets, instance=instance).success
+        assert dg.materialize(assets, selection=[changed], instance=instance).success
+        while entries := stale_entries(defs, instance):
+            now = {e.target.key.to_user_string() for e in buildable(graph, entries)}
+            rounds.append([n for n in names if n in now])
+            assert dg.materialize(assets, selection=rounds[-1], instance=instance).success
+    return rounds
+
+
+@pytest.mark.parametrize("changed", ["wikidata_formulae", "opt_graphs", "concept_annotations"])
+def test_refresh_and_the_sensor_build_the_same_steps_in_the_same_order(changed: str) -> None:
+    """One rule: the sensor's evaluations request, round by round, what `refresh` builds."""
+    identical = frozenset({"fold_models", "structural_embeddings", "opt_text_embeddings"})
+    for same in (frozenset(), identical):
+        assets, _ = _mirror_of_the_project(same)
+        _, sensor_rounds = _follow(assets, changed)
+        assert sensor_rounds == _refresh_rounds(assets, changed), (changed, same)

@@ -122,6 +122,10 @@ def test_the_stored_description_is_read_without_the_weights(tmp_path: Path) -> N
     assert "recipe" not in model(1.0).description.to_json()  # none yet: not written
     with pytest.raises(FileNotFoundError):
         artifacts.stored_description(UPath(tmp_path / "none"))
+    # the method it names, read first by a reader that must pick the settings' class
+    graph = dataclasses.replace(newest.description, method="graph_text_cl")
+    save_model(dataclasses.replace(newest, description=graph), directory)
+    assert artifacts.stored_method(directory) == "graph_text_cl"
 
 
 def test_weights_are_deterministic_safetensors() -> None:
