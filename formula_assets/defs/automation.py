@@ -67,14 +67,15 @@ _LAST: list[tuple[object, dict[dg.AssetKey, set[str | None]]]] = []
 
 def _buildable_now(context: dg.AutomationContext) -> dict[dg.AssetKey, set[str | None]]:
     view = context.asset_graph_view
-    if not _LAST or _LAST[0][0] is not view:
-        graph = context.asset_graph
-        entries = buildable(graph, stale_in(graph, evaluation_instance(context)))
-        targets: dict[dg.AssetKey, set[str | None]] = {}
-        for entry in entries:
-            targets.setdefault(entry.target.key, set()).add(entry.target.partition)
-        _LAST[:] = [(view, targets)]
-    return _LAST[0][1]
+    last = _LAST[0] if _LAST else None
+    if last is not None and last[0] is view:
+        return last[1]
+    graph = context.asset_graph
+    targets: dict[dg.AssetKey, set[str | None]] = {}
+    for entry in buildable(graph, stale_in(graph, evaluation_instance(context))):
+        targets.setdefault(entry.target.key, set()).add(entry.target.partition)
+    _LAST[:] = [(view, targets)]
+    return targets
 
 
 _TRIGGER = (
