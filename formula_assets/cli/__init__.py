@@ -250,7 +250,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    from formula_assets.methods.base import RegistrationError
+
+    try:
+        parser = build_parser()  # reads the method registry
+    except RegistrationError as exc:
+        print(f"formula-assets: {exc}", file=sys.stderr)
+        return 2
+    args = parser.parse_args(argv)
     return args.handler(args)
 
 

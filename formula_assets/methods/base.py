@@ -49,6 +49,13 @@ if TYPE_CHECKING:
     from formula_assets.training.inputs import FoldRows, Inputs, Prepared
 
 
+class RegistrationError(RuntimeError):
+    """The methods the settings name cannot be registered (`methods.registry`, when first
+    imported): a profile or FORMULA_ASSETS_EXTRA_METHODS names something that is no method, or
+    a method lacks settings for a profile. Defined here so that a caller can catch it while
+    the registry itself failed to import."""
+
+
 class FormulaQuery(Protocol):
     """A formula being searched for, and what a method may encode it from (each computed
     when first asked for, by the searcher)."""

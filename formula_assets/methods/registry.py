@@ -31,7 +31,7 @@ from formula_assets.methods import (
     sbert_no_cl,
     symbol_lexicon,
 )
-from formula_assets.methods.base import Method, TrainedMethod
+from formula_assets.methods.base import Method, RegistrationError, TrainedMethod
 
 if TYPE_CHECKING:
     from formula_assets.evaluation.lineup import Lineup
@@ -179,6 +179,9 @@ def check_loaded_under(settings: Settings) -> None:
 
 
 _SETTINGS = Settings.from_environment()
-for _method in built_in(get_profile(_SETTINGS.profile).leaves_out):
-    register(_method)
-_load_extra(_SETTINGS.extra_methods)
+try:
+    for _method in built_in(get_profile(_SETTINGS.profile).leaves_out):
+        register(_method)
+    _load_extra(_SETTINGS.extra_methods)
+except (ValueError, TypeError, ImportError) as exc:  # what registering refuses, named
+    raise RegistrationError(f"the methods cannot be registered: {exc}") from exc

@@ -174,3 +174,33 @@ def test_definitions_loaded_after_the_profile_changed_are_refused() -> None:
     )
     assert done.returncode != 0
     assert "RegistryMismatch: the methods were registered under profile 'smoke'" in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("entry", "says"),
+    [
+        ("lacking:METHOD", "lacking_cl has no settings for the profile 'smoke'"),
+        ("no_such_module:METHOD", "No module named 'no_such_module'"),
+        ("json:dumps", "json:dumps is not a method"),
+    ],
+)
+def test_the_command_names_a_method_it_cannot_register_without_a_traceback(
+    tmp_path, entry: str, says: str
+) -> None:
+    from formula_assets_tests.support.pipeline import CLI
+
+    (tmp_path / "lacking.py").write_text(
+        "from formula_assets.methods.base import TrainedMethod\n"
+        "class Lacking(TrainedMethod):\n    name = 'lacking_cl'\n"
+        "METHOD = Lacking()\n"
+    )
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(tmp_path),
+        PROFILE_ENV: "smoke",
+        EXTRA_METHODS_ENV: entry,
+    }
+    done = subprocess.run([str(CLI), "settings"], env=env, capture_output=True, text=True)
+    assert done.returncode == 2
+    assert done.stderr.startswith("formula-assets: the methods cannot be registered: ")
+    assert says in done.stderr and "Traceback" not in done.stderr
