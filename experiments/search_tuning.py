@@ -5,12 +5,16 @@ only fuses them again. Prints the best points; the chosen values are `FusionWeig
 the structure channel calls exact only the very formula (`search.searcher`): a renamed one
 earned nothing more at any bonus tried.
 
-    python -m experiments.search_tuning
+Then the names channel's lexical weights (`NameWeights`; the dense cosine weighs 1), with
+the fusion's chosen values, scored by the text queries' MRR (`--names`).
+
+    python -m experiments.search_tuning [--names]
 """
 
 from __future__ import annotations
 
 import itertools
+import sys
 
 import numpy as np
 
@@ -25,6 +29,7 @@ from formula_assets.search.fusion import (
     fuse,
 )
 from formula_assets.search.meaning import latex_to_mathml
+from formula_assets.search.names import NameWeights
 
 GRID = {
     "k": (5.0, 10.0, 30.0, 60.0),
@@ -34,7 +39,46 @@ GRID = {
 }
 
 
+NAMES_GRID = {
+    "names": (0.1, 0.2, 0.3, 0.5),
+    "description": (0.1, 0.2, 0.3, 0.5),
+    "trigrams": (0.0, 0.1, 0.2, 0.3),
+}
+
+
+def names_grid() -> int:
+    queries = [q for q in load_queries("tuning") if q["kind"] == "text"]
+    search = searcher()
+    prepared = []
+    for query in queries:
+        text = " ".join(query["query"].split())
+        channels = search._text_channels(text)
+        expected = {search.catalogue.row(e) for e in query["expected"]}
+        prepared.append((text, search.meaning.sentence(text), channels, expected))
+    points = []
+    for values in itertools.product(*NAMES_GRID.values()):
+        weights = NameWeights(*values, dense=1.0)
+        reciprocal = []
+        for text, vector, channels, expected in prepared:
+            found = search.names.score(text, vector, weights)
+            scored = {**channels, NAMES: search._channel(NAMES, found.scores, found.exact)}
+            fused = fuse(scored, search.fusion)
+            rank = next((i for i, f in enumerate(fused, 1) if f.row in expected), None)
+            reciprocal.append(1.0 / rank if rank else 0.0)
+        points.append((float(np.mean(reciprocal)), *values))
+    points.sort(key=lambda p: -p[0])
+    print_table(
+        f"names channel grid on the tuning part ({len(queries)} text queries), best first",
+        ["names", "description", "trigrams", "text MRR"],
+        [[n, d, t, f"{mrr:.3f}"] for mrr, n, d, t in points[:12]],
+    )
+    write_result("search_tuning_names", {"grid": NAMES_GRID, "best": points[:12]})
+    return 0
+
+
 def main() -> int:
+    if "--names" in sys.argv[1:]:
+        return names_grid()
     queries = load_queries("tuning")
     search = searcher()
     channels = {}

@@ -71,6 +71,7 @@ class Bm25Index:
         self.weights = sparse.csr_matrix(
             (values, (rows, cols)), shape=(len(self.vocabulary), self.size)
         )
+        self._best: np.ndarray | None = None  # each term's highest weight (`ceiling`)
 
     def query_matrix(self, queries: Sequence[Sequence[str]]) -> sparse.csr_matrix:
         """Each query's term counts over the vocabulary (unknown terms dropped)."""
@@ -89,6 +90,17 @@ class Bm25Index:
         query over many documents; `query_matrix` scores many at once)."""
         vocabulary = self.vocabulary
         return posting_sum(self.weights, [vocabulary[t] for t in query if t in vocabulary])
+
+    def ceiling(self, query: Sequence[str]) -> float:
+        """The most a document could score for `query`: each term's highest weight in any
+        document, summed; a term no document holds counts as the rarest term there is. A
+        score over it is the share of the query a document covers, whatever the corpus
+        holds (a best hit matching one word of a long query stays weak)."""
+        if self._best is None:
+            self._best = self.weights.max(axis=1).toarray().ravel()
+        best, vocabulary = self._best, self.vocabulary
+        rarest = float(best.max(initial=0.0))
+        return float(sum(best[vocabulary[t]] if t in vocabulary else rarest for t in query))
 
 
 def bm25_scorer(queries: Sequence[str], documents: Sequence[str]) -> SparseScorer:

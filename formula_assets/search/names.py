@@ -5,12 +5,17 @@ apostrophes or with the possessive dropped (`Ohms law`, `Ohm law`), with a hyphe
 dash (`Stefan-Boltzmann`). `terms` brings a text and a query to the same words: Unicode
 compatibility forms folded, diacritics removed, lower case, dashes and slashes split words,
 apostrophes vanish, and a word's plural or possessive `s` is dropped. The names are matched
-three ways, each scored over all items and scaled to its best hit:
+in these ways, each scored over all items:
 
 * BM25 over the names (label and aliases) and, apart, over the description (a description
   says more words, each weaker);
 * BM25 over the character trigrams of the names' words, for spellings that differ by a
   letter or two (`Pythagoras` / `Pythagorean`, `Schroedinger`);
+
+each scaled to the share of the query it covers (its score over the most the query could
+score: `Bm25Index.ceiling`), so that a name sharing one word of a long description
+(`logarithm` of `negative logarithm of the hydrogen ion concentration`) stays weak;
+
 * the sentence model's cosine between the query and each item's text — its names, its
   description and the labels of the concepts its formula is annotated with — for a query that
   describes rather than names (`force equals mass times acceleration`).
@@ -107,10 +112,11 @@ def name_text(names: Sequence[str], description: str | None, concepts: Sequence[
 
 @dataclass(frozen=True)
 class NameWeights:
-    """How the names channel weighs its three matches (each scaled to its best hit)."""
+    """How the names channel weighs its matches (the lexical ones as shares of the query
+    covered, the dense one a cosine); chosen on the tuning part of the hand-written queries."""
 
     names: float = 0.1
-    description: float = 0.1
+    description: float = 0.3
     trigrams: float = 0.1
     dense: float = 1.0
 
@@ -156,12 +162,11 @@ class NameIndex:
             (weights.description, self.description, words),
             (weights.trigrams, self.trigrams, trigrams(words)),
         ):
-            if weight:
+            ceiling = index.ceiling(query_terms) if weight else 0.0
+            if ceiling > 0:  # a match of every word, each at its best, scores `weight`
                 part = index.scores(query_terms)
-                best = part.max() if len(part) else 0.0
-                if best > 0:  # each index's best match scores `weight`
-                    part *= weight / best
-                    total += part
+                part *= weight / ceiling
+                total += part
         if vector is not None and weights.dense and len(self.dense):
             unit = vector / max(float(np.linalg.norm(vector)), 1e-12)
             found = self.dense.search(unit)  # the rows it read; the others add nothing

@@ -116,6 +116,18 @@ def test_one_query_over_the_index_equals_the_scorer() -> None:
     assert not index.scores(["unknown"]).any()
 
 
+def test_the_ceiling_is_every_term_at_its_best_and_an_unknown_one_as_the_rarest() -> None:
+    index = Bm25Index([tokenize(d) for d in DOCUMENTS])
+    everything = index.weights.toarray()
+    best = dict(zip(index.vocabulary, everything.max(axis=1), strict=True))
+    assert index.ceiling(["x", "z"]) == pytest.approx(best["x"] + best["z"])
+    # no document holds both at their best: the ceiling is above every score
+    assert index.scores(["x", "z"]).max() < index.ceiling(["x", "z"])
+    assert index.ceiling(["a", "a"]) == pytest.approx(2 * best["a"])
+    assert index.ceiling(["unknown"]) == pytest.approx(everything.max())
+    assert index.ceiling([]) == 0.0
+
+
 def test_vectorised_scores_equal_rank_bm25() -> None:
     from formula_assets.ingest.snapshot import read_snapshot_items
 

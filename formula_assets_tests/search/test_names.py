@@ -124,6 +124,17 @@ def test_a_name_as_people_write_it_is_an_exact_match(table, query: str, qid: str
     assert [index.qids[i] for i in np.flatnonzero(found.exact)] == [qid]
 
 
+def test_a_lexical_match_weighs_the_share_of_the_query_it_covers(table) -> None:
+    """A name sharing one word of a long description is weak, however best it is."""
+    index = NameIndex(table)
+    weights = NameWeights(names=1.0, description=0, trigrams=0, dense=0)
+    whole = index.score("ohms law", None, weights).scores
+    assert whole.max() == pytest.approx(1.0)  # every word at its best
+    part = index.score("the law relating the tension over a conductor", None, weights).scores
+    assert index.qids[int(np.argmax(part))] == "Q41591"  # only it has `law`
+    assert 0 < part.max() < 0.3
+
+
 def test_a_misspelt_name_is_found_by_its_trigrams(table) -> None:
     index = NameIndex(table)
     found = index.score("pythagoras theorm", None, NameWeights(0, 0, 1.0, 0))
