@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import sys
 from pathlib import Path
@@ -52,6 +53,9 @@ def run_search(args: argparse.Namespace) -> int:
         sys.stdout.write("\n")
     else:
         print_result(result)
+    # The process ends here: the collection Python runs at exit would walk every object
+    # torch and the indexes made (0.3–0.5 s of a 3 s cold search); frozen, it skips them.
+    gc.freeze()
     return 0
 
 

@@ -247,16 +247,17 @@ class TrainedMethod(Method):
         module.eval()
         return LoadedModel(trained.description, module)
 
-    def read_model(self, directory: UPath) -> TrainedModel:
+    def read_model(self, directory: UPath, *, embeddings: bool = True) -> TrainedModel:
         """The model stored in `directory` (the model store's layout), its settings as this
-        method's class."""
+        method's class (`embeddings=False`: without the items' vectors)."""
         from formula_assets.training.artifacts import load_model
 
-        return load_model(directory, self.settings_type)
+        return load_model(directory, self.settings_type, embeddings=embeddings)
 
     def load(self, directory: UPath) -> LoadedModel:
-        """The model stored in `directory`, as `loaded` makes it."""
-        return self.loaded(self.read_model(directory))
+        """The model stored in `directory`, as `loaded` makes it (the items' vectors it
+        stored are not read: a query needs only the network)."""
+        return self.loaded(self.read_model(directory, embeddings=False))
 
     # -- Table 2 and the index -----------------------------------------------------------
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -163,6 +164,10 @@ def _table(root: UPath, name: str) -> pa.Table:
         ) from None
 
 
+def _qids(table: pa.Table) -> list[str]:
+    return table.column("qid").to_pylist()
+
+
 def _known_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
     known = rows >= 0
     return (rows, None) if known.all() else (rows[known], known)
@@ -189,32 +194,45 @@ class Searcher:
         self.options = options or ParseOptions()
         self.fusion = fusion or FusionWeights()
         self.channels = tuple(c for c in CHANNELS if c in set(channels))
-        structure = _table(root, "structure_index")
-        self.catalogue = Catalogue.from_tables(_table(root, "wikidata_formulae"), structure)
-        self.structure = StructureIndex(structure)
-        self.names = NameIndex(_table(root, "name_index"))
+        self._structure_table = _table(root, "structure_index")
+        self._name_table = _table(root, "name_index")
+        self.catalogue = Catalogue.from_tables(
+            _table(root, "wikidata_formulae"), self._structure_table
+        )
         self.meaning = MeaningSearcher(
             root, method, fold, options=self.options, model_dir=model_dir, offline=offline
         )
-        if compact:
+        if compact:  # a service indexes both channels before its first query
             self.meaning.compact()
+            _ = self.structure, self.names
         self._rows = {  # per channel: its items' catalogue rows (-1: not in the catalogue)
-            STRUCTURE: self.catalogue.rows(self.structure.qids),
-            NAMES: self.catalogue.rows(self.names.qids),
+            STRUCTURE: self.catalogue.rows(_qids(self._structure_table)),
+            NAMES: self.catalogue.rows(_qids(self._name_table)),
             MEANING: self.catalogue.rows(self.meaning.index.qids),
         }
         self._known = {name: _known_rows(rows) for name, rows in self._rows.items()}
         self._use: dict[str, Counter[str]] | None = None
         self._labels: dict[str, str] | None = None
 
+    # a text query needs no structure index, a formula query no name index: each is built
+    # on first use, so one query in a fresh process builds only its own
+    @cached_property
+    def structure(self) -> StructureIndex:
+        return StructureIndex(self._structure_table)
+
+    @cached_property
+    def names(self) -> NameIndex:
+        return NameIndex(self._name_table)
+
     def disagreement(self) -> str | None:
         """Why the tables loaded do not describe one set of items, if they do not: the name
         index must hold exactly the formula items, the structure and meaning indexes only
         items among them (a table the pipeline has not yet rebuilt after items changed)."""
         items = set(self.catalogue.qids)
-        if set(self.names.qids) != items:
+        if set(_qids(self._name_table)) != items:
             return "the name index holds other items than wikidata_formulae"
-        for name, qids in (("structure", self.structure.qids), ("search", self.meaning.index.qids)):
+        structure = _qids(self._structure_table)
+        for name, qids in (("structure", structure), ("search", self.meaning.index.qids)):
             stray = set(qids) - items
             if stray:
                 return f"the {name} index holds {len(stray)} item(s) wikidata_formulae lacks"

@@ -418,16 +418,19 @@ class _VersionRemoved(Exception):
     """The version being read was removed by a concurrent prune."""
 
 
-def _read_version(version: UPath, settings_type: type[MethodSettings]) -> TrainedModel:
+def _read_version(
+    version: UPath, settings_type: type[MethodSettings], embeddings_too: bool
+) -> TrainedModel:
     """Every file from this one version folder, or `_VersionRemoved` if it vanished meanwhile."""
     config = json.loads(_read_or_removed(version, CONFIG))
     state = load_safetensors(_read_or_removed(version, WEIGHTS))
     history = json.loads(_read_or_removed(version, HISTORY))
+    embeddings: pa.Table | None = None
     try:
-        embeddings: pa.Table | None = lake.read_parquet(version / EMBEDDINGS)
+        if embeddings_too:
+            embeddings = lake.read_parquet(version / EMBEDDINGS)
     except FileNotFoundError:
         _read_or_removed(version, CONFIG)  # still there: a model saved without embeddings
-        embeddings = None
     return TrainedModel(
         description=ModelDescription.from_json(config, settings_type),
         state=state,
@@ -450,17 +453,21 @@ def _read_or_removed(version: UPath, name: str) -> bytes:
 
 
 def load_model(
-    directory: UPath, settings_type: type[MethodSettings] = MethodSettings
+    directory: UPath,
+    settings_type: type[MethodSettings] = MethodSettings,
+    *,
+    embeddings: bool = True,
 ) -> TrainedModel:
     """The current version of a saved model; safetensors and JSON only, never pickle. Its
-    settings load as `settings_type` (the method's: `TrainedMethod.settings_type`).
+    settings load as `settings_type` (the method's: `TrainedMethod.settings_type`);
+    `embeddings=False` leaves the items' vectors unread (a network that encodes queries).
 
     All files come from one version. If a concurrent save removes it mid-load, the load starts
     again from a fresh pointer read, at most `LOAD_ATTEMPTS` times."""
     removed: list[str] = []
     for _ in range(LOAD_ATTEMPTS):
         try:
-            return _read_version(current_version(directory), settings_type)
+            return _read_version(current_version(directory), settings_type, embeddings)
         except _VersionRemoved as exc:
             removed.append(str(exc))
     raise ModelLoadError(

@@ -55,6 +55,16 @@ def test_a_name_as_people_write_it_comes_first(searcher, query: str, qid: str) -
     assert NAMES in result.hits[0].channels
 
 
+def test_each_query_kind_builds_only_its_own_channels_index(lake) -> None:
+    text = Searcher(lake, FROZEN)
+    assert first(text.search("ohms law", TEXT)) == "Q41591"
+    assert "structure" not in vars(text)  # a cold text query never builds it
+    formula = Searcher(lake, FROZEN)
+    assert first(formula.search("V = I R", LATEX)) == "Q41591"
+    assert "names" not in vars(formula)
+    assert formula.disagreement() is None and "names" not in vars(formula)
+
+
 def test_a_formula_in_other_letters_finds_its_item(searcher) -> None:
     result = searcher.search("U = I R", LATEX, top=5)
     assert first(result) == "Q41591"

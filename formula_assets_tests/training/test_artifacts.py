@@ -47,6 +47,15 @@ def assert_self_consistent(loaded: TrainedModel) -> int:
     return value
 
 
+def test_a_load_for_queries_leaves_the_items_vectors_unread(tmp_path: Path) -> None:
+    directory = UPath(tmp_path / "model")
+    save_model(model(3), directory)
+    network = load_model(directory, embeddings=False)
+    assert network.embeddings is None
+    assert torch.all(network.state["w"] == 3.0) and network.history[0]["value"] == 3.0
+    assert_self_consistent(load_model(directory))  # by default, everything
+
+
 def race(directory: UPath, saves_per_writer: int) -> tuple[list[int], list[BaseException]]:
     """Writers save distinct values while readers load; the values read and the failures."""
     save_model(model(0), directory)
