@@ -17,7 +17,6 @@ import argparse
 import http.client
 import os
 import random
-import signal
 import socket
 import statistics
 import subprocess
@@ -29,6 +28,7 @@ from pathlib import Path
 
 from benchmarks.common import RESULTS, print_table, write_result
 from benchmarks.search_queries import load_queries
+from formula_assets.core.processes import stop_group
 from formula_assets.core.settings import Settings
 
 CLI = Path(sys.executable).parent / "formula-assets"
@@ -208,12 +208,7 @@ def main() -> int:
         figures = load(port, paths(load_queries()), args.clients, args.seconds, args.keep_alive)
         after_load = memory(process.pid)
     finally:
-        os.killpg(process.pid, signal.SIGTERM)
-        try:
-            process.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait(timeout=30)
+        stop_group(process, grace_s=60)
         log.close()
     cold = cold_cli(env) if args.scale == 1 else None
     print_table(

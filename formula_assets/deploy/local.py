@@ -21,6 +21,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from formula_assets.core.processes import stop_group
+
 POSTGRES_USER = "postgres"
 DATABASE = "dagster"
 PORT = 5432  # the socket file's name only: no TCP listener is opened
@@ -118,16 +120,7 @@ class Process:
     log: Path
 
     def stop(self, grace_s: float = 15.0) -> None:
-        if self.popen.poll() is not None:
-            return
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(self.popen.pid, signal.SIGTERM)
-        try:
-            self.popen.wait(timeout=grace_s)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.popen.pid, signal.SIGKILL)
-            self.popen.wait(timeout=30)
+        stop_group(self.popen, grace_s)
 
 
 def start_process(

@@ -23,6 +23,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from formula_assets.core.processes import stop_group
+
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 
@@ -116,15 +118,7 @@ def dagster_dev(env: Mapping[str, str], log: Path, timeout: float = 180) -> Iter
                 time.sleep(1)
         yield base
     finally:
-        os.killpg(server.pid, signal.SIGTERM)
-        try:
-            server.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(server.pid, signal.SIGKILL)
-            server.wait(timeout=30)
-        # Children that outlived the leader (run workers) are in the same group.
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(server.pid, signal.SIGKILL)
+        stop_group(server, grace_s=30)  # run workers that outlived it are in its group
         stop_processes_of(env["DAGSTER_HOME"])
 
 
