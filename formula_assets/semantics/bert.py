@@ -50,7 +50,7 @@ ARCHITECTURES = ("bert", "mpnet")  # config.json's model_type; BERT where it nam
 MPNET_PADDING_ID = 1  # transformers' MPNetEmbeddings count positions from it, not from the config
 
 
-def _table(rows: int, width: int) -> nn.Embedding:
+def _undrawn(rows: int, width: int) -> nn.Embedding:
     """An embedding table awaiting the folder's weights (not initialised)."""
     return nn.Embedding.from_pretrained(torch.empty(rows, width), freeze=False)
 
@@ -58,10 +58,12 @@ def _table(rows: int, width: int) -> nn.Embedding:
 class BertEncoder(nn.Module):
     """BERT's (or MPNet's) embeddings and transformer layers (post-LayerNorm, GELU),
     parameters named as in the folder's `model.safetensors`; dropout as the folder's config
-    says, in training. Always given the folder's weights, so its embedding tables are left
-    uninitialised (drawing 12 million random numbers took a tenth of a cold query)."""
+    says, in training. `draw_tables=False` leaves its embedding tables undrawn, for a caller
+    that loads the folder's weights next (drawing 12 million random numbers took a tenth of a
+    cold query). The fine-tuned tower draws them: the layers it adds after take their initial
+    weights from the same random stream, so its trained models stay what they were."""
 
-    def __init__(self, config: dict) -> None:
+    def __init__(self, config: dict, *, draw_tables: bool = True) -> None:
         super().__init__()
         self.architecture = str(config.get("model_type", "bert"))
         if self.architecture not in ARCHITECTURES:
@@ -72,10 +74,11 @@ class BertEncoder(nn.Module):
         self.dropout = float(config.get("hidden_dropout_prob", 0.0))
         self.attention_dropout = float(config.get("attention_probs_dropout_prob", 0.0))
         self.embeddings = nn.Module()
-        self.embeddings.word_embeddings = _table(int(config["vocab_size"]), width)
-        self.embeddings.position_embeddings = _table(int(config["max_position_embeddings"]), width)
+        table = nn.Embedding if draw_tables else _undrawn
+        self.embeddings.word_embeddings = table(int(config["vocab_size"]), width)
+        self.embeddings.position_embeddings = table(int(config["max_position_embeddings"]), width)
         if self.architecture == "bert":
-            self.embeddings.token_type_embeddings = _table(
+            self.embeddings.token_type_embeddings = table(
                 int(config.get("type_vocab_size", 2)), width
             )
         else:  # MPNet: positions start after its padding id, which its embeddings fix at 1
@@ -87,7 +90,7 @@ class BertEncoder(nn.Module):
             for _ in range(int(config["num_hidden_layers"]))
         )
         if self.architecture == "mpnet":
-            self.encoder.relative_attention_bias = _table(
+            self.encoder.relative_attention_bias = table(
                 int(config.get("relative_attention_num_buckets", 32)), self.heads
             )
 
@@ -222,7 +225,7 @@ def folder_weights(folder: Path) -> dict[str, torch.Tensor]:
 
 def load_encoder(folder: Path) -> BertEncoder:
     """The folder's transformer with its weights (loaded strictly)."""
-    encoder = BertEncoder(_json(folder / "config.json"))
+    encoder = BertEncoder(_json(folder / "config.json"), draw_tables=False)
     encoder.load_state_dict(folder_weights(folder))
     return encoder
 

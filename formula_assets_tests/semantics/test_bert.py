@@ -400,6 +400,26 @@ def test_a_bert_has_no_position_bias_and_other_architectures_are_refused() -> No
         BertEncoder({**config, "model_type": "roberta"})
 
 
+def test_the_fine_tuned_towers_encoder_draws_its_tables_as_before() -> None:
+    """Built for training, the encoder draws its embedding tables first, as nn.Embedding does,
+    so the layers a tower adds after start from the same random numbers (its trained models
+    stay the same); built to be loaded, it draws none."""
+    import torch
+
+    from formula_assets.semantics.bert import BertEncoder
+
+    config = json.loads((packaged_default_path() / "config.json").read_text())
+    torch.manual_seed(0)
+    reference = torch.nn.Embedding(config["vocab_size"], config["hidden_size"]).weight
+    torch.manual_seed(0)
+    drawn = BertEncoder(config)
+    assert torch.equal(drawn.embeddings.word_embeddings.weight, reference)
+    after_drawing = torch.rand(1)
+    torch.manual_seed(0)
+    BertEncoder(config, draw_tables=False)
+    assert not torch.equal(torch.rand(1), after_drawing)  # it drew none of them
+
+
 def test_an_mpnet_sentence_folder_gives_the_librarys_vectors(tmp_path: Path) -> None:
     """all-mpnet-base-v2's shape (MPNet, mean pooling) in plain torch: the vectors the
     library computes, so that a search of the `large` lake skips importing it too."""

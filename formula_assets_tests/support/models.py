@@ -86,11 +86,7 @@ def tiny_bert(
     (target / "sentence_bert_config.json").write_text('{"max_seq_length": 32}', "utf-8")
     shutil.copy(packaged_default_path() / "tokenizer.json", target / "tokenizer.json")
     torch.manual_seed(seed)
-    encoder = BertEncoder(config)  # its embedding tables await weights: draw them here
-    for module in encoder.modules():
-        if isinstance(module, torch.nn.Embedding):
-            torch.nn.init.normal_(module.weight)
-    state = {k: v.contiguous() for k, v in encoder.state_dict().items()}
+    state = {k: v.contiguous() for k, v in BertEncoder(config).state_dict().items()}
     save_file(state, str(target / "model.safetensors"))
     return target
 
