@@ -9,14 +9,13 @@ import pytest
 import torch
 from upath import UPath
 
-from formula_assets.core.profiles import Profile, get_profile
+from formula_assets.core.profiles import get_profile
 from formula_assets.evaluation.ranking import CosineScorer, gold_ranks, normalise_rows
 from formula_assets.methods import registry
+from formula_assets.methods.base import TrainedMethod
 from formula_assets.methods.sbert_finetuned_cl import (
     METHOD,
     PROFILE_SETTINGS,
-    FineTunedSentenceEncoder,
-    FineTunedSettings,
     base_folder,
 )
 from formula_assets.semantics.bert import folder_weights
@@ -35,13 +34,7 @@ SETTINGS = dataclasses.replace(
 PROFILE = dataclasses.replace(SMOKE, validation_fraction=0.2)
 
 
-class Tuned(FineTunedSentenceEncoder):
-    """The method with the settings above in `smoke`, and those `_profile` names."""
-
-    profile_settings: dict[str, FineTunedSettings] = {"smoke": SETTINGS}  # noqa: RUF012
-
-
-TUNED = Tuned()
+TUNED = METHOD.with_settings(SETTINGS)
 
 
 @pytest.fixture(scope="module")
@@ -170,25 +163,24 @@ def bases(tmp_path_factory):
     return tiny_bert(root / "bert"), mpnet
 
 
-def _profile(base_model: str, frozen_layers) -> Profile:
-    name = f"smoke {base_model} {frozen_layers}"
-    TUNED.profile_settings[name] = dataclasses.replace(
-        SETTINGS, base_model=base_model, frozen_layers=frozen_layers, epochs=2
+def based_on(base_model: str, frozen_layers) -> TrainedMethod:
+    """The method over other base models (two epochs)."""
+    return METHOD.with_settings(
+        dataclasses.replace(SETTINGS, base_model=base_model, frozen_layers=frozen_layers, epochs=2)
     )
-    return dataclasses.replace(PROFILE, name=name)
 
 
 @pytest.fixture(scope="module")
 def joined(data, bases):
     bert, mpnet = bases
-    return train_fold(TUNED, 1, data, _profile(f"{bert}+{mpnet}", (1, 2)))
+    return train_fold(based_on(f"{bert}+{mpnet}", (1, 2)), 1, data, PROFILE)
 
 
 def test_each_base_model_trains_its_own_run_as_it_would_alone(joined, data, bases) -> None:
     from formula_assets.training.fold import RUN_SEED_STRIDE
 
     bert, mpnet = bases
-    alone = train_fold(TUNED, 1, data, _profile(str(bert), 1))
+    alone = train_fold(based_on(str(bert), 1), 1, data, PROFILE)
     first = {k.removeprefix("runs.0."): v for k, v in joined.state.items() if "runs.0." in k}
     assert first.keys() == alone.state.keys()
     assert all(torch.equal(first[k], alone.state[k]) for k in first)

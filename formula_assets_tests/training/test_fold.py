@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 import torch
 
-from formula_assets.core.profiles import Profile, get_profile
+from formula_assets.core.profiles import get_profile
+from formula_assets.methods.base import TrainedMethod
 from formula_assets.methods.sbert_dual_cl import SentenceDualEncoder
 from formula_assets.training.data import AlignmentData
 from formula_assets.training.fold import default_device, train_fold
@@ -44,21 +45,12 @@ PROFILE = dataclasses.replace(
 )
 
 
-class TestDual(SentenceDualEncoder):
-    """sbert_dual_cl with the tiny settings above in `smoke`, and each variant `profile`
-    makes under a profile name of its own."""
-
-    profile_settings: dict[str, MethodSettings] = {"smoke": SETTINGS}  # noqa: RUF012
+METHOD = SentenceDualEncoder().with_settings(SETTINGS)
 
 
-METHOD = TestDual()
-
-
-def profile(**settings) -> Profile:
-    """PROFILE, its sbert_dual_cl settings changed as given."""
-    name = "smoke " + " ".join(f"{k}={v}" for k, v in sorted(settings.items()))
-    METHOD.profile_settings[name] = dataclasses.replace(SETTINGS, **settings)
-    return dataclasses.replace(PROFILE, name=name)
+def varied(method: TrainedMethod = METHOD, **settings) -> TrainedMethod:
+    """The method with the tiny settings above, changed as given."""
+    return method.with_settings(dataclasses.replace(SETTINGS, **settings))
 
 
 def states_equal(a: dict, b: dict) -> bool:
@@ -114,7 +106,7 @@ def test_a_run_torch_could_not_keep_deterministic_says_so_and_is_recorded(monkey
 
     monkeypatch.setattr(fold, "deterministic", nondeterministic)
     messages: list[str] = []
-    model = train_fold(METHOD, 1, DATA, profile(epochs=1), log=messages.append)
+    model = train_fold(varied(epochs=1), 1, DATA, PROFILE, log=messages.append)
     assert model.description.deterministic is False
     assert [m for m in messages if m.startswith("not deterministic on ")] == [
         f"not deterministic on {model.description.device}: {warning}"
@@ -123,7 +115,7 @@ def test_a_run_torch_could_not_keep_deterministic_says_so_and_is_recorded(monkey
 
 def test_default_device_and_log() -> None:
     assert default_device() == ("cuda" if torch.cuda.is_available() else "cpu")
-    model = train_fold(METHOD, 1, DATA, profile(epochs=1))  # no device, no log given
+    model = train_fold(varied(epochs=1), 1, DATA, PROFILE)  # no device, no log given
     assert model.description.device == default_device()
 
 
@@ -132,7 +124,7 @@ def test_each_run_trains_with_its_own_seed() -> None:
     one-run model of the profile seed 100 higher, bit for bit (initialised, shuffled and
     dropped out with its own seed, not run 0's)."""
     single = train_fold(METHOD, 1, DATA, PROFILE)
-    model = train_fold(METHOD, 1, DATA, profile(runs=2))
+    model = train_fold(varied(runs=2), 1, DATA, PROFILE)
     runs = model.description.runs
     assert [r.seed for r in runs] == [3001, 3001 + 100_000]
     reseeded = train_fold(METHOD, 1, DATA, dataclasses.replace(PROFILE, seed=3 + 100))
@@ -150,7 +142,6 @@ class NoisyDualEncoder(SentenceDualEncoder):
     """A method that draws random numbers while preparing its inputs (random features)."""
 
     name = "noisy_dual"
-    profile_settings = TestDual.profile_settings  # the variants `profile` makes
 
     def prepare(self, data, rows, description, device) -> Prepared:
         noise = torch.randn(data.opt_text.shape)
@@ -159,13 +150,13 @@ class NoisyDualEncoder(SentenceDualEncoder):
 
 def test_preparing_inputs_is_seeded_with_the_model_seed() -> None:
     torch.manual_seed(1)
-    a = train_fold(NoisyDualEncoder(), 1, DATA, profile(epochs=1))
+    a = train_fold(varied(NoisyDualEncoder(), epochs=1), 1, DATA, PROFILE)
     torch.manual_seed(2)
-    b = train_fold(NoisyDualEncoder(), 1, DATA, profile(epochs=1))
+    b = train_fold(varied(NoisyDualEncoder(), epochs=1), 1, DATA, PROFILE)
     assert states_equal(a.state, b.state)
 
 
-class FittedDualEncoder(TestDual):
+class FittedDualEncoder(SentenceDualEncoder):
     """A method fitted in closed form: `prepare` gives the network's weights (here those of
     another seed's network, a stand-in for counted ones)."""
 
@@ -177,7 +168,7 @@ class FittedDualEncoder(TestDual):
 
 def test_a_model_fitted_in_closed_form_is_measured_not_trained() -> None:
     fitted = FittedDualEncoder()
-    model = train_fold(fitted, 1, DATA, profile(epochs=0))
+    model = train_fold(varied(fitted, epochs=0), 1, DATA, PROFILE)
     torch.manual_seed(99)
     assert states_equal(model.state, fitted.network(model.description).state_dict())
     described = model.description
@@ -187,15 +178,15 @@ def test_a_model_fitted_in_closed_form_is_measured_not_trained() -> None:
     assert described.runs[0].best_validation_mrr == pytest.approx(described.validation["mrr"])
     # with epochs, training starts from the fitted weights: the first epoch's loss differs
     # from that of the network the seed alone would give
-    started = train_fold(fitted, 1, DATA, profile(epochs=1)).history[0]["loss"]
+    started = train_fold(varied(fitted, epochs=1), 1, DATA, PROFILE).history[0]["loss"]
     assert started != pytest.approx(
-        train_fold(METHOD, 1, DATA, profile(epochs=1)).history[0]["loss"]
+        train_fold(varied(epochs=1), 1, DATA, PROFILE).history[0]["loss"]
     )
 
 
 def test_zero_epochs_without_fitted_weights_are_refused() -> None:
     with pytest.raises(ValueError, match="0 epochs train nothing, and nothing was fitted"):
-        train_fold(METHOD, 1, DATA, profile(epochs=0))
+        train_fold(varied(epochs=0), 1, DATA, PROFILE)
 
 
 def test_the_test_fold_never_reaches_the_optimiser() -> None:
@@ -205,7 +196,7 @@ def test_the_test_fold_never_reaches_the_optimiser() -> None:
     semantic, opt_text = DATA.semantic.copy(), DATA.opt_text.copy()
     semantic[test_rows], opt_text[test_rows] = -semantic[test_rows], opt_text[test_rows] * 3 + 1
     scrambled = dataclasses.replace(DATA, semantic=semantic, opt_text=opt_text)
-    a, b = train_fold(METHOD, 1, DATA, profile()), train_fold(METHOD, 1, scrambled, profile())
+    a, b = train_fold(METHOD, 1, DATA, PROFILE), train_fold(METHOD, 1, scrambled, PROFILE)
     assert states_equal(a.state, b.state)
     assert [{k: v for k, v in h.items() if k != "seconds"} for h in a.history] == [
         {k: v for k, v in h.items() if k != "seconds"} for h in b.history
@@ -222,7 +213,7 @@ def threads():
 
 def test_torch_threads_are_set_only_when_asked(threads) -> None:
     torch.set_num_threads(2)
-    assert train_fold(METHOD, 1, DATA, profile(epochs=1)).description.torch_threads == 2
-    one = dataclasses.replace(profile(epochs=1), torch_threads=1)
-    assert train_fold(METHOD, 1, DATA, one).description.torch_threads == 1
+    assert train_fold(varied(epochs=1), 1, DATA, PROFILE).description.torch_threads == 2
+    one = dataclasses.replace(PROFILE, torch_threads=1)
+    assert train_fold(varied(epochs=1), 1, DATA, one).description.torch_threads == 1
     assert torch.get_num_threads() == 1
