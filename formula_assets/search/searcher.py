@@ -194,10 +194,14 @@ class Searcher:
         self.options = options or ParseOptions()
         self.fusion = fusion or FusionWeights()
         self.channels = tuple(c for c in CHANNELS if c in set(channels))
-        self._structure_table = _table(root, "structure_index")
-        self._name_table = _table(root, "name_index")
+        # each until its index is built from it (then dropped: a service keeps the index only)
+        self._tables = {
+            STRUCTURE: _table(root, "structure_index"),
+            NAMES: _table(root, "name_index"),
+        }
+        self._qids = {name: _qids(table) for name, table in self._tables.items()}
         self.catalogue = Catalogue.from_tables(
-            _table(root, "wikidata_formulae"), self._structure_table
+            _table(root, "wikidata_formulae"), self._tables[STRUCTURE]
         )
         self.meaning = MeaningSearcher(
             root, method, fold, options=self.options, model_dir=model_dir, offline=offline
@@ -206,8 +210,8 @@ class Searcher:
             self.meaning.compact()
             _ = self.structure, self.names
         self._rows = {  # per channel: its items' catalogue rows (-1: not in the catalogue)
-            STRUCTURE: self.catalogue.rows(_qids(self._structure_table)),
-            NAMES: self.catalogue.rows(_qids(self._name_table)),
+            STRUCTURE: self.catalogue.rows(self._qids[STRUCTURE]),
+            NAMES: self.catalogue.rows(self._qids[NAMES]),
             MEANING: self.catalogue.rows(self.meaning.index.qids),
         }
         self._known = {name: _known_rows(rows) for name, rows in self._rows.items()}
@@ -218,21 +222,23 @@ class Searcher:
     # on first use, so one query in a fresh process builds only its own
     @cached_property
     def structure(self) -> StructureIndex:
-        return StructureIndex(self._structure_table)
+        return StructureIndex(self._tables.pop(STRUCTURE))
 
     @cached_property
     def names(self) -> NameIndex:
-        return NameIndex(self._name_table)
+        return NameIndex(self._tables.pop(NAMES))
 
     def disagreement(self) -> str | None:
         """Why the tables loaded do not describe one set of items, if they do not: the name
         index must hold exactly the formula items, the structure and meaning indexes only
         items among them (a table the pipeline has not yet rebuilt after items changed)."""
         items = set(self.catalogue.qids)
-        if set(_qids(self._name_table)) != items:
+        if set(self._qids[NAMES]) != items:
             return "the name index holds other items than wikidata_formulae"
-        structure = _qids(self._structure_table)
-        for name, qids in (("structure", structure), ("search", self.meaning.index.qids)):
+        for name, qids in (
+            ("structure", self._qids[STRUCTURE]),
+            ("search", self.meaning.index.qids),
+        ):
             stray = set(qids) - items
             if stray:
                 return f"the {name} index holds {len(stray)} item(s) wikidata_formulae lacks"
