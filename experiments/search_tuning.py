@@ -57,7 +57,7 @@ def names_grid() -> int:
         prepared.append((text, search.meaning.sentence(text), channels, expected))
     points = []
     for values in itertools.product(*NAMES_GRID.values()):
-        weights = NameWeights(*values, dense=1.0)
+        weights = NameWeights(**dict(zip(NAMES_GRID, values, strict=True)), dense=1.0)
         reciprocal = []
         for text, vector, channels, expected in prepared:
             found = search.names.score(text, vector, weights)
@@ -69,8 +69,8 @@ def names_grid() -> int:
     points.sort(key=lambda p: -p[0])
     print_table(
         f"names channel grid on the tuning part ({len(queries)} text queries), best first",
-        ["names", "description", "trigrams", "text MRR"],
-        [[n, d, t, f"{mrr:.3f}"] for mrr, n, d, t in points[:12]],
+        [*NAMES_GRID, "text MRR"],
+        [[*values, f"{mrr:.3f}"] for mrr, *values in points[:12]],
     )
     write_result("search_tuning_names", {"grid": NAMES_GRID, "best": points[:12]})
     return 0

@@ -96,11 +96,20 @@ class Bm25Index:
         document, summed; a term no document holds counts as the rarest term there is. A
         score over it is the share of the query a document covers, whatever the corpus
         holds (a best hit matching one word of a long query stays weak)."""
+        rarest = self.rarest()
+        return float(sum(rarest if b is None else b for b in self.best(query)))
+
+    def best(self, query: Sequence[str]) -> list[float | None]:
+        """Each term's highest weight in any document (None: no document holds it)."""
         if self._best is None:
             self._best = self.weights.max(axis=1).toarray().ravel()
         best, vocabulary = self._best, self.vocabulary
-        rarest = float(best.max(initial=0.0))
-        return float(sum(best[vocabulary[t]] if t in vocabulary else rarest for t in query))
+        return [float(best[vocabulary[t]]) if t in vocabulary else None for t in query]
+
+    def rarest(self) -> float:
+        """The weight of the rarest term there is: what a term no document holds counts."""
+        self.best(())
+        return float(self._best.max(initial=0.0))
 
 
 def bm25_scorer(queries: Sequence[str], documents: Sequence[str]) -> SparseScorer:

@@ -4,21 +4,25 @@ People write names their own way: lower case, without diacritics (`Schrodinger`)
 apostrophes or with the possessive dropped (`Ohms law`, `Ohm law`), with a hyphen for an en
 dash (`Stefan-Boltzmann`). `terms` brings a text and a query to the same words: Unicode
 compatibility forms folded, diacritics removed, lower case, dashes and slashes split words,
-apostrophes vanish, and a word's plural or possessive `s` is dropped. The names are matched
-in these ways, each scored over all items:
+apostrophes vanish, a word's plural or possessive `s` is dropped, and an ordinal written in
+digits is spelt (`2nd` → `second`). The names are matched in these ways, each scored over all
+items:
 
 * BM25 over the names (label and aliases) and, apart, over the description (a description
-  says more words, each weaker);
+  says more words, each weaker); a query's word matches a name also as its acronym: the
+  initials of a run of two or more of the name's words, function words skipped (`KL` and
+  `KLD` of `Kullback–Leibler divergence`, `RMS`, `BMI`, `FTC` of `fundamental theorem of
+  calculus`), so `KL divergence` covers the whole name, and a name's full acronym typed
+  alone (`bmi`) is an exact match;
 * BM25 over the character trigrams of the names' words, for spellings that differ by a
   letter or two (`Pythagoras` / `Pythagorean`, `Schroedinger`);
-
-each scaled to the share of the query it covers (its score over the most the query could
-score: `Bm25Index.ceiling`), so that a name sharing one word of a long description
-(`logarithm` of `negative logarithm of the hydrogen ion concentration`) stays weak;
-
 * the sentence model's cosine between the query and each item's text — its names, its
   description and the labels of the concepts its formula is annotated with — for a query that
   describes rather than names (`force equals mass times acceleration`).
+
+Each lexical match is scaled to the share of the query it covers (its score over the most the
+query could score: `Bm25Index.ceiling`), so that a name sharing one word of a long description
+(`logarithm` of `negative logarithm of the hydrogen ion concentration`) stays weak.
 
 An item's names are its label, its aliases and the title of its English Wikipedia article
 (without a parenthesised qualifier: `Density` for mass density, `Mole fraction` for
@@ -46,6 +50,22 @@ _DASHES = re.compile(r"[\u2010-\u2015\u2212\-/_]")
 _APOSTROPHES = re.compile(r"['\u2018\u2019\u02bc\u0060\u00b4]")
 _POSSESSIVE = re.compile(r"['\u2019\u02bc]s\b")
 _WORD = re.compile(r"\w+")
+_ORDINAL = re.compile(r"(?<![\w.,])(\d+)(?:st|nd|rd|th)\b")
+_ORDINALS = dict(enumerate((
+    "first", "second", "third", "fourth", "fifth", "sixth",
+    "seventh", "eighth", "ninth", "tenth", "eleventh", "twelfth",
+), start=1))  # fmt: skip
+# left out of an acronym's letters (`FTC`: fundamental theorem of calculus)
+_FUNCTION_WORDS = frozenset((
+    "a", "an", "and", "as", "at", "by", "for", "from", "in", "of", "on", "or", "the", "to",
+    "with",
+))  # fmt: skip
+# never an acronym: words a query says for themselves (`what is …`, `law of …`)
+_NOT_ACRONYMS = _FUNCTION_WORDS | frozenset((
+    "am", "be", "do", "go", "he", "if", "is", "it", "me", "my", "no", "so", "up", "us", "we",
+    "how", "who", "why", "law", "sum",
+))  # fmt: skip
+_LONGEST_ACRONYM = 6
 
 
 def _stem(word: str) -> str:
@@ -64,7 +84,35 @@ def terms(text: str | None) -> list[str]:
     folded = unicodedata.normalize("NFKD", text)
     plain = "".join(c for c in folded if not unicodedata.combining(c))
     plain = _POSSESSIVE.sub("", _DASHES.sub(" ", plain.casefold()))
+    plain = _ORDINAL.sub(_spelt, plain)
     return [_stem(w) for w in _WORD.findall(_APOSTROPHES.sub("", plain))]
+
+
+def _spelt(match: re.Match[str]) -> str:
+    return _ORDINALS.get(int(match.group(1)), match.group(0))
+
+
+def _initials(words: Sequence[str]) -> list[str]:
+    return [w[0] for w in words if w not in _FUNCTION_WORDS and w[0].isalpha()]
+
+
+def acronym(words: Sequence[str]) -> str | None:
+    """A name's own acronym, typed alone an exact match (`body mass index` → `bmi`)."""
+    letters = _stem("".join(_initials(words)))  # as a query's word is stemmed
+    if 2 <= len(letters) <= _LONGEST_ACRONYM and letters not in _NOT_ACRONYMS:
+        return letters
+    return None
+
+
+def acronyms(words: Sequence[str]) -> list[str]:
+    """The initials of every run of two or more of a name's words, function words skipped
+    (`kullback leibler divergence` → `kl`, `ld`, `kld`)."""
+    letters = _initials(words)
+    out: list[str] = []
+    for length in range(2, min(len(letters), _LONGEST_ACRONYM) + 1):
+        for start in range(len(letters) - length + 1):
+            out.append(_stem("".join(letters[start : start + length])))
+    return [a for a in out if a not in _NOT_ACRONYMS]
 
 
 def trigrams(words: Sequence[str]) -> list[str]:
@@ -141,6 +189,13 @@ class NameIndex:
                     self._exact.setdefault(tuple(form), []).append(row)
         flat = [[w for form in forms for w in form] for forms in names]
         self.names = Bm25Index(flat)
+        self.acronyms = Bm25Index([[a for f in forms for a in acronyms(f)] for forms in names])
+        for row, forms in enumerate(names):
+            for form in forms:
+                whole = acronym(form)
+                # typed alone, an acronym that is no name's word is exact (`bmi`; not `pi`)
+                if whole and whole not in self.names.vocabulary:
+                    self._exact.setdefault((whole,), []).append(row)
         self.description = Bm25Index([terms(d) for d in descriptions])
         self.trigrams = Bm25Index([trigrams(words) for words in flat])
         column = table.column("embedding")
@@ -150,6 +205,27 @@ class NameIndex:
     def __len__(self) -> int:
         return len(self.qids)
 
+    def _names(self, words: Sequence[str]) -> tuple[np.ndarray, float]:
+        """The names' BM25, each word matched as a word or as initials, and its ceiling: each
+        word at its best either way (a word neither holds, the rarest name word)."""
+        scores = self.names.scores(words)
+        scores += self.acronyms.scores(words)
+        rarest = self.names.rarest()
+        ceiling = sum(
+            rarest if a is None and b is None else max(a or 0.0, b or 0.0)
+            for a, b in zip(self.names.best(words), self.acronyms.best(words), strict=True)
+        )
+        # an item matching a word both ways scores no more than the whole query at its best
+        np.minimum(scores, ceiling, out=scores)
+        return scores, ceiling
+
+    @staticmethod
+    def _add_share(total: np.ndarray, weight: float, scores: np.ndarray, ceiling: float) -> None:
+        """`scores` as shares of the query covered: every word at its best adds `weight`."""
+        if ceiling > 0:
+            scores *= weight / ceiling
+            total += scores
+
     def score(
         self, query: str, vector: np.ndarray | None, weights: NameWeights = NameWeights()
     ) -> NameScores:
@@ -157,16 +233,15 @@ class NameIndex:
         words = terms(query)
         # summed in place: over many items each array of every item costs its page faults
         total = np.zeros(len(self.qids))
+        if weights.names:
+            self._add_share(total, weights.names, *self._names(words))
         for weight, index, query_terms in (
-            (weights.names, self.names, words),
             (weights.description, self.description, words),
             (weights.trigrams, self.trigrams, trigrams(words)),
         ):
-            ceiling = index.ceiling(query_terms) if weight else 0.0
-            if ceiling > 0:  # a match of every word, each at its best, scores `weight`
-                part = index.scores(query_terms)
-                part *= weight / ceiling
-                total += part
+            if weight:
+                scores, ceiling = index.scores(query_terms), index.ceiling(query_terms)
+                self._add_share(total, weight, scores, ceiling)
         if vector is not None and weights.dense and len(self.dense):
             unit = vector / max(float(np.linalg.norm(vector)), 1e-12)
             found = self.dense.search(unit)  # the rows it read; the others add nothing

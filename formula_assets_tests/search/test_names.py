@@ -12,6 +12,8 @@ from formula_assets.ingest.records import FormulaRecord, records_to_table
 from formula_assets.search.names import (
     NameIndex,
     NameWeights,
+    acronym,
+    acronyms,
     article_title,
     as_people_type,
     name_quality,
@@ -56,6 +58,31 @@ def test_terms_keep_words_apart_and_drop_only_plural_s() -> None:
     assert trigrams(["ohm"]) == ["#oh", "ohm", "hm#"]
 
 
+def test_an_ordinal_in_digits_is_spelt_as_a_word() -> None:
+    assert terms("Newton's 2nd law") == terms("Newton's second law") == ["newton", "second", "law"]
+    assert terms("1st law, 3rd law, 12th root") == [
+        "first", "law", "third", "law", "twelfth", "root"
+    ]  # fmt: skip
+    # a number's ending that is not a whole ordinal stays as it was
+    assert terms("97.5th percentile, 21st, 1,2nd") == [
+        "97", "5th", "percentile", "21st", "1", "2nd"
+    ]  # fmt: skip
+
+
+def test_acronyms_are_the_initials_of_runs_of_content_words() -> None:
+    assert acronyms(terms("Kullback–Leibler divergence")) == ["kl", "ld", "kld"]
+    assert acronym(terms("Kullback–Leibler divergence")) == "kld"
+    # function words give no letter
+    assert acronym(terms("fundamental theorem of calculus")) == "ftc"
+    assert acronym(terms("signal-to-noise ratio")) == "snr"
+    # a word a query says for itself is never an acronym (`what is …`)
+    assert "is" not in acronyms(terms("inverse square law"))
+    assert acronym(terms("inverse square")) is None
+    assert acronym(terms("mass")) is None  # one word is no acronym
+    assert acronym(terms("b c d e f g h")) is None  # nor is a long name's
+    assert acronyms(terms("b c d e f g h"))  # whose runs of up to six letters still are
+
+
 def test_an_article_title_is_a_name_without_its_qualifier() -> None:
     assert article_title("https://en.wikipedia.org/wiki/Power_(physics)") == "Power"
     assert article_title("https://en.wikipedia.org/wiki/Mass%E2%80%93energy_equivalence") == (
@@ -83,6 +110,13 @@ RECORDS = [
     FormulaRecord(
         "Q35875", "mass–energy equivalence", None, "<math/>", aliases=["E=mc²", "rest energy"]
     ),
+    FormulaRecord("Q255166", "Kullback–Leibler divergence", "relative entropy", "<math/>"),
+    FormulaRecord("Q131191", "body mass index", "mass over height squared", "<math/>"),
+    FormulaRecord("Q83950903", "photon irradiance", None, "<math/>"),
+    FormulaRecord(
+        "Q108067944", "RMS voltage", None, "<math/>", aliases=["root mean square voltage"]
+    ),
+    FormulaRecord("Q167", "pi", "ratio of a circle's circumference to its diameter", "<math/>"),
 ]
 
 
@@ -133,6 +167,35 @@ def test_a_lexical_match_weighs_the_share_of_the_query_it_covers(table) -> None:
     part = index.score("the law relating the tension over a conductor", None, weights).scores
     assert index.qids[int(np.argmax(part))] == "Q41591"  # only it has `law`
     assert 0 < part.max() < 0.3
+
+
+def test_an_acronym_covers_the_words_it_stands_for(table) -> None:
+    index = NameIndex(table)
+    weights = NameWeights(names=1.0, description=0, trigrams=0, dense=0)
+    found = index.score("KL divergence", None, weights)
+    assert index.qids[int(np.argmax(found.scores))] == "Q255166"
+    # `kl` by its initials, `divergence` by the name: the whole query at its best
+    assert found.scores.max() == pytest.approx(1.0)
+    assert not found.exact.any()
+    bmi = index.score("BMI", None, weights)
+    assert [index.qids[i] for i in np.flatnonzero(bmi.exact)] == ["Q131191"]
+
+
+def test_a_word_matching_a_name_both_ways_counts_no_more_than_the_whole_query(table) -> None:
+    """`rms` is a word of `RMS voltage` and the initials of `root mean square voltage`."""
+    index = NameIndex(table)
+    weights = NameWeights(names=1.0, description=0, trigrams=0, dense=0)
+    found = index.score("rms voltage", None, weights).scores
+    assert index.qids[int(np.argmax(found))] == "Q108067944"
+    assert found.max() == pytest.approx(1.0)
+
+
+def test_an_acronym_that_is_a_name_word_is_no_exact_match(table) -> None:
+    """`pi` is a name: photon irradiance, whose initials it also is, is not what was typed."""
+    index = NameIndex(table)
+    found = index.score("pi", None, NameWeights(names=1.0, description=0, trigrams=0, dense=0))
+    assert [index.qids[i] for i in np.flatnonzero(found.exact)] == ["Q167"]
+    assert found.scores[index.qids.index("Q83950903")] > 0  # its initials still match
 
 
 def test_a_misspelt_name_is_found_by_its_trigrams(table) -> None:
