@@ -10,8 +10,9 @@ the package imports `dagster._…` (a test checks it). Dagster 1.13.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import dagster as dg
 from dagster._core.definitions.assets.graph.base_asset_graph import BaseAssetGraph
@@ -26,6 +27,7 @@ from dagster._core.storage.tags import (
     SENSOR_NAME_TAG,
 )
 from dagster._core.storage.upath_io_manager import escape_dotdot_segments
+from dagster._utils.concurrency import ConcurrencySlotStatus
 
 # Run storage, backfills and reconstruction pull in SQLAlchemy and the remote representation
 # (half a second): imported where used, not when the definitions load.
@@ -238,3 +240,43 @@ def escape_partition(partition: str) -> str:
     """A partition key as a path below the asset's folder: `..` segments escaped so a key
     cannot climb out of it (Dagster's own escaping for hierarchical file systems)."""
     return escape_dotdot_segments(partition)
+
+
+class AtomicSlotClaims:
+    """Mixed in before an SQL event log storage: a step takes a pool's free slot in one
+    statement, so two steps never hold the same slot.
+
+    Relied on: `claim_concurrency_slot` takes the slot of a step it has assigned through
+    `_claim_concurrency_slot(concurrency_key, run_id, step_key)`, and each slot is a row of
+    `ConcurrencySlotsTable` whose `step_key` is NULL while it is free. dagster-postgres runs
+    every statement of `index_connection` in its own transaction, so Dagster's own claim, a
+    `SELECT … FOR UPDATE` and then an `UPDATE`, lets go of the row between the two: steps
+    waiting for a pool of one took its slot together (deploy/postgres.py)."""
+
+    if TYPE_CHECKING:
+
+        def index_connection(self) -> AbstractContextManager[Any]: ...
+
+    def _claim_concurrency_slot(
+        self, concurrency_key: str, run_id: str, step_key: str
+    ) -> ConcurrencySlotStatus:
+        import sqlalchemy as sa
+        from dagster._core.storage.event_log.schema import ConcurrencySlotsTable as slots
+
+        free = (
+            sa.select(slots.c.id)
+            .where(
+                slots.c.concurrency_key == concurrency_key,
+                slots.c.step_key.is_(None),
+                slots.c.deleted == sa.false(),
+            )
+            .limit(1)
+            .with_for_update(skip_locked=True)
+            .scalar_subquery()
+        )
+        # one statement: the row it finds stays locked until it is taken, and a concurrent
+        # claim skips it (or, once it is taken, finds it no longer free)
+        claim = slots.update().where(slots.c.id == free).values(run_id=run_id, step_key=step_key)
+        with self.index_connection() as conn:
+            claimed = conn.execute(claim).rowcount
+        return ConcurrencySlotStatus.CLAIMED if claimed else ConcurrencySlotStatus.BLOCKED

@@ -504,3 +504,29 @@ def test_escape_partition() -> None:
     assert internals.escape_partition("../up") == "%2E%2E/up"
     assert internals.escape_partition("a/../b") == "a/%2E%2E/b"
     assert internals.escape_partition("my..backup") == "my..backup"
+
+
+def test_atomic_slot_claims(tmp_path: Path) -> None:
+    """A claim of an assigned step goes through `_claim_concurrency_slot`, and a slot row's
+    `step_key` is NULL while free (the contention itself: test_deploy.py, on PostgreSQL)."""
+    from dagster._core.storage.event_log.sqlite.consolidated_sqlite_event_log import (
+        ConsolidatedSqliteEventLogStorage,
+    )
+
+    calls: list[tuple[str, str, str]] = []
+
+    class Storage(internals.AtomicSlotClaims, ConsolidatedSqliteEventLogStorage):
+        def _claim_concurrency_slot(self, concurrency_key: str, run_id: str, step_key: str):
+            calls.append((concurrency_key, run_id, step_key))
+            return super()._claim_concurrency_slot(concurrency_key, run_id, step_key)
+
+    storage = Storage(str(tmp_path))
+    storage.set_concurrency_slots("pool", 1)
+    assert storage.claim_concurrency_slot("pool", "r1", "a").is_claimed
+    assert calls == [("pool", "r1", "a")]
+    assert not storage.claim_concurrency_slot("pool", "r2", "b").is_claimed
+    [slot] = storage.get_concurrency_info("pool").claimed_slots
+    assert (slot.run_id, slot.step_key) == ("r1", "a")
+    storage.free_concurrency_slot_for_step("r1", "a")
+    assert storage.claim_concurrency_slot("pool", "r2", "b").is_claimed
+    assert calls[-1] == ("pool", "r2", "b")
