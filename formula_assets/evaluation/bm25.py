@@ -102,7 +102,10 @@ class Bm25Index:
     def best(self, query: Sequence[str]) -> list[float | None]:
         """Each term's highest weight in any document (None: no document holds it)."""
         if self._best is None:
-            self._best = self.weights.max(axis=1).toarray().ravel()
+            weights = self.weights
+            # no documents: no term has a weight (scipy's max of no columns raises)
+            empty = np.zeros(weights.shape[0])
+            self._best = weights.max(axis=1).toarray().ravel() if self.size else empty
         best, vocabulary = self._best, self.vocabulary
         return [float(best[vocabulary[t]]) if t in vocabulary else None for t in query]
 

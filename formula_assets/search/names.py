@@ -13,7 +13,7 @@ items:
   initials of a run of two or more of the name's words, function words skipped (`KL` and
   `KLD` of `Kullback–Leibler divergence`, `RMS`, `BMI`, `FTC` of `fundamental theorem of
   calculus`), so `KL divergence` covers the whole name, and a name's full acronym typed
-  alone (`bmi`) is an exact match;
+  alone (`bmi`) is an exact match unless it is also a word of some name (`pi`);
 * BM25 over the character trigrams of the names' words, for spellings that differ by a
   letter or two (`Pythagoras` / `Pythagorean`, `Schroedinger`);
 * the sentence model's cosine between the query and each item's text — its names, its

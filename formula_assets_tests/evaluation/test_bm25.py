@@ -128,6 +128,13 @@ def test_the_ceiling_is_every_term_at_its_best_and_an_unknown_one_as_the_rarest(
     assert index.ceiling([]) == 0.0
 
 
+def test_an_index_of_no_documents_scores_nothing_and_covers_nothing() -> None:
+    index = Bm25Index([])
+    assert index.scores(["x"]).shape == (0,)
+    assert index.ceiling(["x"]) == 0.0 and index.rarest() == 0.0
+    assert index.best(["x"]) == [None]
+
+
 def test_vectorised_scores_equal_rank_bm25() -> None:
     from formula_assets.ingest.snapshot import read_snapshot_items
 

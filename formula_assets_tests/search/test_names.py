@@ -4,11 +4,13 @@ by the sentence model; a query that is one of an item's names is an exact match.
 
 from __future__ import annotations
 
+import zlib
+
 import numpy as np
 import pyarrow as pa
 import pytest
 
-from formula_assets.ingest.records import FormulaRecord, records_to_table
+from formula_assets.ingest.records import Concept, FormulaRecord, records_to_table
 from formula_assets.search.names import (
     NameIndex,
     NameWeights,
@@ -55,6 +57,7 @@ def test_terms_keep_words_apart_and_drop_only_plural_s() -> None:
     assert terms("mass–energy equivalence") == ["mass", "energy", "equivalence"]
     assert terms("gas, class and radius") == ["gas", "class", "and", "radius"]
     assert terms(None) == [] and terms("  ") == []
+    assert terms("probabilities") == ["probability"] and terms("ties") == ["tie"]
     assert trigrams(["ohm"]) == ["#oh", "ohm", "hm#"]
 
 
@@ -80,7 +83,10 @@ def test_acronyms_are_the_initials_of_runs_of_content_words() -> None:
     assert acronym(terms("inverse square")) is None
     assert acronym(terms("mass")) is None  # one word is no acronym
     assert acronym(terms("b c d e f g h")) is None  # nor is a long name's
-    assert acronyms(terms("b c d e f g h"))  # whose runs of up to six letters still are
+    # whose runs of up to six letters still are
+    assert max(map(len, acronyms(terms("b c d e f g h")))) == 6
+    assert acronym(terms("b c d e f g")) == "bcdefg"
+    assert acronym(terms("Kullback Leibler")) == "kl"
 
 
 def test_an_article_title_is_a_name_without_its_qualifier() -> None:
@@ -113,9 +119,7 @@ RECORDS = [
     FormulaRecord("Q255166", "Kullback–Leibler divergence", "relative entropy", "<math/>"),
     FormulaRecord("Q131191", "body mass index", "mass over height squared", "<math/>"),
     FormulaRecord("Q83950903", "photon irradiance", None, "<math/>"),
-    FormulaRecord(
-        "Q108067944", "RMS voltage", None, "<math/>", aliases=["root mean square voltage"]
-    ),
+    FormulaRecord("Q1194458", "RMS speed", None, "<math/>", aliases=["root mean square speed"]),
     FormulaRecord("Q167", "pi", "ratio of a circle's circumference to its diameter", "<math/>"),
 ]
 
@@ -125,13 +129,25 @@ def fake_embed(texts: list[str]) -> np.ndarray:
     out = np.zeros((len(texts), 64), dtype=np.float32)
     for row, text in enumerate(texts):
         for word in terms(text):
-            out[row, hash(word) % 64] += 1.0
+            out[row, zlib.crc32(word.encode()) % 64] += 1.0  # the same in every process
     return out
 
 
 @pytest.fixture(scope="module")
 def table() -> pa.Table:
     return name_table(records_to_table(RECORDS), fake_embed)
+
+
+def test_the_sentence_model_reads_names_description_and_concepts() -> None:
+    record = FormulaRecord(
+        "Q41591", "Ohm's law", "relation of voltage and current", "<math/>",
+        concepts=[Concept("Q25250", "voltage"), Concept("Q29996", "electric current"),
+                  Concept("Q25358", None), Concept("Q25250", "voltage")],
+    )  # fmt: skip
+    [row] = name_table(records_to_table([record]), fake_embed).to_pylist()
+    assert row["name_text"] == (
+        "Ohm's law: relation of voltage and current; electric current, voltage"
+    )
 
 
 def test_the_table_holds_names_text_and_vectors(table: pa.Table) -> None:
@@ -153,6 +169,7 @@ def test_the_table_holds_names_text_and_vectors(table: pa.Table) -> None:
 )
 def test_a_name_as_people_write_it_is_an_exact_match(table, query: str, qid: str) -> None:
     index = NameIndex(table)
+    assert len(index) == len(RECORDS)
     found = index.score(query, None, LEXICAL)
     assert index.qids[int(np.argmax(found.scores))] == qid
     assert [index.qids[i] for i in np.flatnonzero(found.exact)] == [qid]
@@ -182,11 +199,11 @@ def test_an_acronym_covers_the_words_it_stands_for(table) -> None:
 
 
 def test_a_word_matching_a_name_both_ways_counts_no_more_than_the_whole_query(table) -> None:
-    """`rms` is a word of `RMS voltage` and the initials of `root mean square voltage`."""
+    """`rms` is a word of `RMS speed` and the initials of `root mean square speed`."""
     index = NameIndex(table)
     weights = NameWeights(names=1.0, description=0, trigrams=0, dense=0)
-    found = index.score("rms voltage", None, weights).scores
-    assert index.qids[int(np.argmax(found))] == "Q108067944"
+    found = index.score("rms speed", None, weights).scores
+    assert index.qids[int(np.argmax(found))] == "Q1194458"
     assert found.max() == pytest.approx(1.0)
 
 
@@ -220,3 +237,9 @@ def test_every_label_as_people_type_it_is_found_first(table) -> None:
     figures = name_quality(index, table.column("label").to_pylist())["label"]
     assert figures["queries"] == len(RECORDS)
     assert figures["strict_success_at_1"] == 1.0
+
+
+def test_an_index_of_no_items_answers_with_nothing() -> None:
+    index = NameIndex(name_table(records_to_table([]), fake_embed))
+    found = index.score("ohms law", fake_embed(["ohms law"])[0])
+    assert found.scores.shape == found.exact.shape == (0,)
