@@ -101,18 +101,21 @@ class Bm25Index:
 
     def best(self, query: Sequence[str]) -> list[float | None]:
         """Each term's highest weight in any document (None: no document holds it)."""
-        if self._best is None:
-            weights = self.weights
-            # no documents: no term has a weight (scipy's max of no columns raises)
-            empty = np.zeros(weights.shape[0])
-            self._best = weights.max(axis=1).toarray().ravel() if self.size else empty
-        best, vocabulary = self._best, self.vocabulary
+        best, vocabulary = self._term_bests(), self.vocabulary
         return [float(best[vocabulary[t]]) if t in vocabulary else None for t in query]
 
     def rarest(self) -> float:
         """The weight of the rarest term there is: what a term no document holds counts."""
-        self.best(())
-        return float(self._best.max(initial=0.0))
+        return float(self._term_bests().max(initial=0.0))
+
+    def _term_bests(self) -> np.ndarray:
+        if self._best is None:  # without documents none (scipy's max of no columns raises)
+            self._best = (
+                self.weights.max(axis=1).toarray().ravel()
+                if self.size
+                else np.zeros(len(self.vocabulary))
+            )
+        return self._best
 
 
 def bm25_scorer(queries: Sequence[str], documents: Sequence[str]) -> SparseScorer:

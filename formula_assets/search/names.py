@@ -50,7 +50,8 @@ _DASHES = re.compile(r"[\u2010-\u2015\u2212\-/_]")
 _APOSTROPHES = re.compile(r"['\u2018\u2019\u02bc\u0060\u00b4]")
 _POSSESSIVE = re.compile(r"['\u2019\u02bc]s\b")
 _WORD = re.compile(r"\w+")
-_ORDINAL = re.compile(r"(?<![\w.,])(\d+)(?:st|nd|rd|th)\b")
+# one or two digits: the ordinals spelt (a longer number is never converted, however long)
+_ORDINAL = re.compile(r"(?<![\w.,])(\d{1,2})(?:st|nd|rd|th)\b")
 _ORDINALS = dict(enumerate((
     "first", "second", "third", "fourth", "fifth", "sixth",
     "seventh", "eighth", "ninth", "tenth", "eleventh", "twelfth",

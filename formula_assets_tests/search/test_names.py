@@ -67,6 +67,7 @@ def test_an_ordinal_in_digits_is_spelt_as_a_word() -> None:
         "first", "law", "third", "law", "twelfth", "root"
     ]  # fmt: skip
     # a number's ending that is not a whole ordinal stays as it was
+    assert terms("9" * 5000 + "th") == ["9" * 5000 + "th"]  # never converted to a number
     assert terms("97.5th percentile, 21st, 1,2nd") == [
         "97", "5th", "percentile", "21st", "1", "2nd"
     ]  # fmt: skip
