@@ -32,6 +32,7 @@ COLUMN_DOCS = {
     "aliases": "other English names of the item (Wikidata aliases)",
     "names": "the item's names search matches: label, aliases, English Wikipedia title",
     "name_text": "what the sentence model read of the item: names, description, concepts",
+    "spoken": "the item's formulae read aloud, identifiers with their concepts' labels",
     "pattern": "hash of the formula up to renaming, operand order and sides",
     "named": "hash of the same canonical formula with its identifiers' names",
     "loose": "hash of the pattern without signs",

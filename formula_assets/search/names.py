@@ -16,6 +16,9 @@ items:
   alone (`bmi`) is an exact match unless it is also a word of some name (`pi`);
 * BM25 over the character trigrams of the names' words, for spellings that differ by a
   letter or two (`Pythagoras` / `Pythagorean`, `Schroedinger`);
+* BM25 over the item's formulae read aloud (`syntax.spoken`: `h bar`, `kinetic energy E k
+  equals one half times mass m times speed v squared`), for a query that says a formula or
+  a symbol in words;
 * the sentence model's cosine between the query and each item's text — its names, its
   description and the labels of the concepts its formula is annotated with — for a query that
   describes rather than names (`force equals mass times acceleration`).
@@ -34,7 +37,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from urllib.parse import unquote
 
@@ -45,6 +48,10 @@ from formula_assets.core.arrow import embedding_table, vectors
 from formula_assets.evaluation.bm25 import Bm25Index
 from formula_assets.evaluation.ranking import normalise_rows
 from formula_assets.search.ann import InnerProductIndex
+from formula_assets.search.structure import annotations
+from formula_assets.syntax.mathml import ParseOptions
+from formula_assets.syntax.opt import trees
+from formula_assets.syntax.spoken import spoken_of_opt
 
 _DASHES = re.compile(r"[\u2010-\u2015\u2212\-/_]")
 _APOSTROPHES = re.compile(r"['\u2018\u2019\u02bc\u0060\u00b4]")
@@ -159,7 +166,7 @@ def name_text(names: Sequence[str], description: str | None, concepts: Sequence[
     return text
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class NameWeights:
     """How the names channel weighs its matches (the lexical ones as shares of the query
     covered, the dense one a cosine); chosen on the tuning part of the hand-written queries."""
@@ -167,6 +174,7 @@ class NameWeights:
     names: float = 0.1
     description: float = 0.3
     trigrams: float = 0.1
+    spoken: float = 0.3
     dense: float = 1.0
 
 
@@ -199,6 +207,10 @@ class NameIndex:
                     self._exact.setdefault((whole,), []).append(row)
         self.description = Bm25Index([terms(d) for d in descriptions])
         self.trigrams = Bm25Index([trigrams(words) for words in flat])
+        spoken = table.column("spoken").to_pylist()
+        self.spoken = Bm25Index(
+            [[w for said in forms or () for w in terms(said)] for forms in spoken]
+        )
         column = table.column("embedding")
         # unit rows once, so a query's cosines are one product (approximate over many items)
         self.dense = InnerProductIndex(normalise_rows(vectors(column, column.type.list_size)))
@@ -239,6 +251,7 @@ class NameIndex:
         for weight, index, query_terms in (
             (weights.description, self.description, words),
             (weights.trigrams, self.trigrams, trigrams(words)),
+            (weights.spoken, self.spoken, words),
         ):
             if weight:
                 scores, ceiling = index.scores(query_terms), index.ceiling(query_terms)
@@ -252,9 +265,40 @@ class NameIndex:
         return NameScores(total, exact)
 
 
-def name_table(formulae: pa.Table, embed: Callable[[list[str]], np.ndarray]) -> pa.Table:
-    """Every item's names and the sentence vector of its `name_text` (`embed`: texts →
-    matrix, the caller's model and cache)."""
+def spoken_forms(
+    graphs: pa.Table, formulae: pa.Table, options: ParseOptions
+) -> dict[str, list[str]]:
+    """Each item's formulae of `opt_graphs` read aloud, an identifier said also as the label
+    of the concept the item annotates it with (`mass m`; the symbols parsed with `options`)."""
+    concepts = dict(
+        zip(
+            formulae.column("qid").to_pylist(), formulae.column("concepts").to_pylist(), strict=True
+        )
+    )
+    labels: dict[str, dict[str, str]] = {}
+    out: dict[str, list[str]] = {}
+    for qid, root in trees(graphs):
+        if qid not in labels:
+            found = annotations(concepts.get(qid), options)
+            # an identifier two concepts annotate is said as the first
+            labels[qid] = {
+                a["identifier"]: a["label"]
+                for a in reversed(found)
+                if a["identifier"] and a["label"]
+            }
+        said = spoken_of_opt(root, labels[qid])
+        if said:
+            out.setdefault(qid, []).append(said)
+    return out
+
+
+def name_table(
+    formulae: pa.Table,
+    embed: Callable[[list[str]], np.ndarray],
+    spoken: Mapping[str, Sequence[str]],
+) -> pa.Table:
+    """Every item's names, its formulae read aloud (`spoken_forms`) and the sentence vector
+    of its `name_text` (`embed`: texts → matrix, the caller's model and cache)."""
     rows = formulae.select(
         [c for c in ("qid", "label", "description", "aliases", "enwiki", "concepts")
          if c in formulae.column_names]
@@ -274,6 +318,7 @@ def name_table(formulae: pa.Table, embed: Callable[[list[str]], np.ndarray]) -> 
         names=pa.array(names, pa.list_(pa.string())),
         description=pa.array([r["description"] for r in rows], pa.string()),
         name_text=pa.array(texts, pa.string()),
+        spoken=pa.array([list(spoken.get(r["qid"], ())) for r in rows], pa.list_(pa.string())),
     )
 
 

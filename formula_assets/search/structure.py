@@ -29,7 +29,7 @@ from scipy import sparse
 from formula_assets.core.postings import posting_sum
 from formula_assets.syntax.canonical import TooDeep, canonical_of_opt, identifier
 from formula_assets.syntax.mathml import MathMLError, ParseOptions, parse_mathml
-from formula_assets.syntax.opt import unflatten
+from formula_assets.syntax.opt import trees
 from formula_assets.syntax.structure_keys import MIN_PART_SIZE, StructureKeys, structure_keys
 
 SAME_PATTERN, SAME_NAMES, SAME_BUT_SIGNS, SAME_LINK, PART = 4.0, 1.0, 3.5, 3.0, 2.0
@@ -58,9 +58,11 @@ STRUCTURE_SCHEMA = pa.schema(
 )
 
 
-def _annotations(
+def annotations(
     concepts: Sequence[Mapping[str, Any]] | None, options: ParseOptions
 ) -> list[dict[str, str | None]]:
+    """An item's concepts with the identifier each one's symbol is (None where the symbol is
+    an expression or does not parse); a concept listed twice, once."""
     out: dict[tuple[str | None, str | None], dict[str, str | None]] = {}
     for concept in concepts or ():
         mathml = concept.get("symbol_mathml")
@@ -87,22 +89,10 @@ def structure_table(graphs: pa.Table, formulae: pa.Table, options: ParseOptions)
             strict=True,
         )
     )
-    columns = (
-        "qid",
-        "node_tokens",
-        "node_types",
-        "edge_parent",
-        "edge_child",
-        "edge_roles",
-        "child_positions",
-    )
-    data = {name: graphs.column(name).to_pylist() for name in columns}
     rows: dict[str, list] = {name: [] for name in STRUCTURE_SCHEMA.names}
-    for i, qid in enumerate(data["qid"]):
-        if not data["node_tokens"][i]:
-            continue
+    for qid, root in trees(graphs):
         try:
-            keys = structure_keys(canonical_of_opt(unflatten(*(data[c][i] for c in columns[1:]))))
+            keys = structure_keys(canonical_of_opt(root))
         except TooDeep:  # not comparable by structure; names and meaning still find it
             continue
         rows["qid"].append(qid)
@@ -116,7 +106,7 @@ def structure_table(graphs: pa.Table, formulae: pa.Table, options: ParseOptions)
         rows["feature_counts"].append(list(keys.features.values()))
         rows["size"].append(keys.size)
         rows["identifiers"].append(list(keys.identifiers))
-        rows["annotations"].append(_annotations(concepts.get(qid), options))
+        rows["annotations"].append(annotations(concepts.get(qid), options))
     return pa.Table.from_pydict(rows, schema=STRUCTURE_SCHEMA)
 
 

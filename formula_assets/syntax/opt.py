@@ -84,6 +84,20 @@ def flatten(root: OptNode) -> OptGraph:
     return graph
 
 
+GRAPH_COLUMNS = (
+    "node_tokens", "node_types", "edge_parent", "edge_child", "edge_roles", "child_positions",
+)  # fmt: skip
+
+
+def trees(graphs: pa.Table) -> Iterator[tuple[str, OptNode]]:
+    """Each formula of `opt_graphs` as its item's qid and OPT (a row without nodes, a
+    formula that did not parse, is skipped)."""
+    data = {name: graphs.column(name).to_pylist() for name in ("qid", *GRAPH_COLUMNS)}
+    for i, qid in enumerate(data["qid"]):
+        if data["node_tokens"][i]:
+            yield qid, unflatten(*(data[c][i] for c in GRAPH_COLUMNS))
+
+
 def unflatten(
     node_tokens: Sequence[str],
     node_types: Sequence[str],

@@ -217,6 +217,7 @@ def test_type_checking_imports_do_not_count(copy: Path) -> None:
                 "rejected_formulae",
                 "concept_symbols",
                 "structure_index",
+                "name_index",
                 "annotation_audit",
             },
         ),

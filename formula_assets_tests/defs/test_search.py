@@ -62,17 +62,19 @@ def metadata(result, node: str) -> dict:
 
 def test_the_name_index_embeds_names_once_and_is_checked(tmp_path: Path) -> None:
     lake, cache = tmp_path / "lake", tmp_path / "cache"
-    assets = [fixture_formulae, name_index, name_index_valid]
+    assets = [fixture_formulae, fixture_graphs, name_index, name_index_valid]
     first = run(lake, cache, assets)
     assert first.success
     assert metadata(first, "name_index")["newly_embedded"].value == 3
     assert metadata(first, "name_index")["with_aliases"].value == 1
+    assert metadata(first, "name_index")["with_spoken_formula"].value == 2  # Q3 did not parse
     table = pq.read_table(lake / "name_index.parquet")
     assert table.column("qid").to_pylist() == ["Q3", "Q35875", "Q41591"]
     assert table.column("embedding").type.list_size == 384
     rows = {r["qid"]: r for r in table.to_pylist()}
     assert rows["Q35875"]["names"] == ["mass–energy equivalence", "E=mc²"]
     assert rows["Q41591"]["names"] == ["Ohm's law"]
+    assert rows["Q3"]["spoken"] == [] and len(rows["Q41591"]["spoken"]) == 1
     again = run(lake, cache, assets)
     assert metadata(again, "name_index")["newly_embedded"].value == 0  # from the cache
     assert [c.passed for c in first.get_asset_check_evaluations()] == [True]
@@ -99,6 +101,7 @@ def test_the_indexes_are_in_the_search_group() -> None:
         assert graph.get(dg.AssetKey(name)).group_name == "search"
     assert set(graph.get(dg.AssetKey("name_index")).parent_keys) == {
         dg.AssetKey("wikidata_formulae"),
+        dg.AssetKey("opt_graphs"),
         dg.AssetKey("sentence_model"),
     }
     assert set(graph.get(dg.AssetKey("structure_index")).parent_keys) == {

@@ -70,10 +70,11 @@ def test_code_versions_follow_the_source(tmp_path: Path) -> None:
     assert all(original.values())
     # the audit reads formulae's symbols with the parser and rebuilds annotation texts; the
     # concepts' declared symbols are parsed by it too, and so are the annotated symbols of
-    # the structure index
+    # the structure index and of the formulae the name index reads aloud
     parser = code_versions(edited_package(tmp_path / "a", RENAME_POWER), tmp_path)
     assert changed(original, parser) == {
-        "opt_graphs", "rejected_formulae", "concept_symbols", "structure_index", AUDIT
+        "opt_graphs", "rejected_formulae", "concept_symbols", "structure_index", "name_index",
+        AUDIT,
     }  # fmt: skip
     annotations = code_versions(edited_package(tmp_path / "b", DROP_ITEM_DESCRIPTION), tmp_path)
     assert changed(original, annotations) == {"concept_annotations", AUDIT}
@@ -131,6 +132,7 @@ def test_parser_change_rebuilds_only_its_downstream(materialized, tmp_path: Path
         "rejected_formulae",
         "concept_symbols",
         "structure_index",
+        "name_index",
         AUDIT,
     }
     assert "has a new code version" in stale.stdout
@@ -138,7 +140,8 @@ def test_parser_change_rebuilds_only_its_downstream(materialized, tmp_path: Path
     assert refresh.returncode == 0, refresh.stderr[-2000:]
     assert ran(refresh.stdout) == {
         "opt_graphs", "rejected_formulae", "concept_symbols", "structural_embeddings",
-        "opt_text_embeddings", "opt_token_embeddings", "structure_index", *DOWNSTREAM_OF_OPT,
+        "opt_text_embeddings", "opt_token_embeddings", "structure_index", "name_index",
+        *DOWNSTREAM_OF_OPT,
     }  # fmt: skip
     assert run.run("stale").stdout.strip() == ""
     assert ran(run.run("refresh").stdout) == set()
@@ -183,7 +186,8 @@ def test_a_change_that_keeps_the_data_stops_the_cascade(materialized, tmp_path: 
     assert refresh.returncode == 0, refresh.stderr[-2000:]
     # the declared symbols are parsed again and come out the same: nothing below them runs
     assert ran(refresh.stdout) == {
-        "opt_graphs", "rejected_formulae", "concept_symbols", "structure_index", AUDIT
+        "opt_graphs", "rejected_formulae", "concept_symbols", "structure_index", "name_index",
+        AUDIT,
     }  # fmt: skip
     assert run.run("stale").stdout.strip() == ""
 

@@ -9,6 +9,7 @@ import zlib
 import numpy as np
 import pyarrow as pa
 import pytest
+from latex2mathml.converter import convert
 
 from formula_assets.ingest.records import Concept, FormulaRecord, records_to_table
 from formula_assets.search.names import (
@@ -21,11 +22,22 @@ from formula_assets.search.names import (
     name_quality,
     name_table,
     names_of,
+    spoken_forms,
     terms,
     trigrams,
 )
+from formula_assets.syntax.mathml import ParseOptions
+from formula_assets.syntax.opt import build_opt_graphs
 
-LEXICAL = NameWeights(names=1.0, description=0.3, trigrams=0.5, dense=0.0)
+
+def only(**weights: float) -> NameWeights:
+    """The matches named, every other one off."""
+    return NameWeights(
+        **{"names": 0, "description": 0, "trigrams": 0, "spoken": 0, "dense": 0} | weights
+    )
+
+
+LEXICAL = only(names=1.0, description=0.3, trigrams=0.5)
 
 
 @pytest.mark.parametrize(
@@ -121,8 +133,15 @@ RECORDS = [
     FormulaRecord("Q131191", "body mass index", "mass over height squared", "<math/>"),
     FormulaRecord("Q83950903", "photon irradiance", None, "<math/>"),
     FormulaRecord("Q1194458", "RMS speed", None, "<math/>", aliases=["root mean square speed"]),
+    FormulaRecord("Q2115969", "reduced Planck constant", None, "<math/>"),
     FormulaRecord("Q167", "pi", "ratio of a circle's circumference to its diameter", "<math/>"),
 ]
+
+
+SPOKEN = {
+    "Q35875": ["E equals mass m times c squared"],
+    "Q2115969": ["h bar equals Planck constant h over 2 times pi"],
+}
 
 
 def fake_embed(texts: list[str]) -> np.ndarray:
@@ -136,7 +155,7 @@ def fake_embed(texts: list[str]) -> np.ndarray:
 
 @pytest.fixture(scope="module")
 def table() -> pa.Table:
-    return name_table(records_to_table(RECORDS), fake_embed)
+    return name_table(records_to_table(RECORDS), fake_embed, SPOKEN)
 
 
 def test_the_sentence_model_reads_names_description_and_concepts() -> None:
@@ -145,7 +164,7 @@ def test_the_sentence_model_reads_names_description_and_concepts() -> None:
         concepts=[Concept("Q25250", "voltage"), Concept("Q29996", "electric current"),
                   Concept("Q25358", None), Concept("Q25250", "voltage")],
     )  # fmt: skip
-    [row] = name_table(records_to_table([record]), fake_embed).to_pylist()
+    [row] = name_table(records_to_table([record]), fake_embed, {}).to_pylist()
     assert row["name_text"] == (
         "Ohm's law: relation of voltage and current; electric current, voltage"
     )
@@ -179,7 +198,7 @@ def test_a_name_as_people_write_it_is_an_exact_match(table, query: str, qid: str
 def test_a_lexical_match_weighs_the_share_of_the_query_it_covers(table) -> None:
     """A name sharing one word of a long description is weak, however best it is."""
     index = NameIndex(table)
-    weights = NameWeights(names=1.0, description=0, trigrams=0, dense=0)
+    weights = only(names=1.0)
     whole = index.score("ohms law", None, weights).scores
     assert whole.max() == pytest.approx(1.0)  # every word at its best
     part = index.score("the law relating the tension over a conductor", None, weights).scores
@@ -189,7 +208,7 @@ def test_a_lexical_match_weighs_the_share_of_the_query_it_covers(table) -> None:
 
 def test_an_acronym_covers_the_words_it_stands_for(table) -> None:
     index = NameIndex(table)
-    weights = NameWeights(names=1.0, description=0, trigrams=0, dense=0)
+    weights = only(names=1.0)
     found = index.score("KL divergence", None, weights)
     assert index.qids[int(np.argmax(found.scores))] == "Q255166"
     # `kl` by its initials, `divergence` by the name: the whole query at its best
@@ -202,7 +221,7 @@ def test_an_acronym_covers_the_words_it_stands_for(table) -> None:
 def test_a_word_matching_a_name_both_ways_counts_no_more_than_the_whole_query(table) -> None:
     """`rms` is a word of `RMS speed` and the initials of `root mean square speed`."""
     index = NameIndex(table)
-    weights = NameWeights(names=1.0, description=0, trigrams=0, dense=0)
+    weights = only(names=1.0)
     found = index.score("rms speed", None, weights).scores
     assert index.qids[int(np.argmax(found))] == "Q1194458"
     assert found.max() == pytest.approx(1.0)
@@ -211,25 +230,79 @@ def test_a_word_matching_a_name_both_ways_counts_no_more_than_the_whole_query(ta
 def test_an_acronym_that_is_a_name_word_is_no_exact_match(table) -> None:
     """`pi` is a name: photon irradiance, whose initials it also is, is not what was typed."""
     index = NameIndex(table)
-    found = index.score("pi", None, NameWeights(names=1.0, description=0, trigrams=0, dense=0))
+    found = index.score("pi", None, only(names=1.0))
     assert [index.qids[i] for i in np.flatnonzero(found.exact)] == ["Q167"]
     assert found.scores[index.qids.index("Q83950903")] > 0  # its initials still match
 
 
 def test_a_misspelt_name_is_found_by_its_trigrams(table) -> None:
     index = NameIndex(table)
-    found = index.score("pythagoras theorm", None, NameWeights(0, 0, 1.0, 0))
+    found = index.score(
+        "pythagoras theorm",
+        None,
+        only(trigrams=1.0),
+    )
     assert index.qids[int(np.argmax(found.scores))] == "Q11518"
     assert not found.exact.any()
+
+
+def test_a_formula_said_in_words_is_found_by_its_spoken_form(table) -> None:
+    index = NameIndex(table)
+    spoken = only(spoken=1.0)
+    found = index.score("h-bar", None, spoken).scores
+    assert index.qids[int(np.argmax(found))] == "Q2115969"
+    assert found.max() == pytest.approx(1.0)  # both words at their best
+    said = index.score("e equals m c squared", None, spoken).scores
+    assert index.qids[int(np.argmax(said))] == "Q35875"
+    unsaid = only(names=1.0, description=1.0)
+    assert not index.score("h-bar", None, unsaid).scores.any()  # no name says it
+
+
+def test_the_table_holds_each_item_s_spoken_formulae(table) -> None:
+    rows = {r["qid"]: r["spoken"] for r in table.to_pylist()}
+    assert rows["Q2115969"] == SPOKEN["Q2115969"]
+    assert rows["Q41591"] == []
+
+
+def test_spoken_forms_say_each_formula_with_its_annotated_concepts() -> None:
+    options = ParseOptions()
+    records = [
+        FormulaRecord(
+            "Q35875", "mass–energy equivalence", None, convert("E = m c^2"),
+            concepts=[Concept("Q11379", "energy", None, convert("E")),
+                      Concept("Q11423", "mass", None, convert("m")),
+                      Concept("Q0", None, None, convert("c")),  # no label: not said
+                      Concept("Q2111", "speed of light", None, convert("c")),
+                      Concept("Q1", "rest mass", None, convert("m")),  # the first wins
+                      Concept("Q2", "a product", None, convert("m c"))],
+        ),
+        FormulaRecord("Q41591", "Ohm's law", None, convert("V = R I")),
+        FormulaRecord("Q3", "unparsed", None, "<math><mi>x</mi"),
+    ]  # fmt: skip
+    formulae = records_to_table(records)
+    pairs = zip(formulae["qid"].to_pylist(), formulae["mathml"].to_pylist(), strict=True)
+    graphs = build_opt_graphs(pairs, options).graphs
+    assert spoken_forms(graphs, formulae, options) == {
+        "Q35875": ["energy E equals mass m times speed of light c squared"],
+        "Q41591": ["V equals R times I"],
+    }
 
 
 def test_the_dense_match_counts_as_weighted(table) -> None:
     index = NameIndex(table)
     vector = fake_embed(["voltage current"])[0]
-    dense = index.score("voltage current", vector, NameWeights(0, 0, 0, 1.0)).scores
+    dense = index.score(
+        "voltage current",
+        vector,
+        only(dense=1.0),
+    ).scores
     assert index.qids[int(np.argmax(dense))] == "Q41591"
     assert np.all(dense >= 0) and dense.max() <= 1.0 + 1e-6
-    none = index.score("voltage current", None, NameWeights(0, 0, 0, 1.0)).scores
+    none = index.score(
+        "voltage current",
+        None,
+        only(dense=1.0),
+    ).scores
     assert not none.any()  # no query vector: no dense score
 
 
@@ -241,6 +314,13 @@ def test_every_label_as_people_type_it_is_found_first(table) -> None:
 
 
 def test_an_index_of_no_items_answers_with_nothing() -> None:
-    index = NameIndex(name_table(records_to_table([]), fake_embed))
+    index = NameIndex(name_table(records_to_table([]), fake_embed, {}))
     found = index.score("ohms law", fake_embed(["ohms law"])[0])
     assert found.scores.shape == found.exact.shape == (0,)
+
+
+def test_the_weights_are_named_never_placed() -> None:
+    """A match added between two others would shift a weight given by its place."""
+    with pytest.raises(TypeError):
+        NameWeights(0.1, 0.3)  # type: ignore[misc]
+    assert NameWeights(spoken=0.5).spoken == 0.5

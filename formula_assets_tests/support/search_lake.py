@@ -16,7 +16,7 @@ from formula_assets.core.arrow import embedding_matrix
 from formula_assets.ingest.records import FormulaRecord, records_to_table
 from formula_assets.ingest.snapshot import snapshot_records
 from formula_assets.search.layout import INDEX_SCHEMA, METADATA_KEY
-from formula_assets.search.names import name_table
+from formula_assets.search.names import name_table, spoken_forms
 from formula_assets.search.structure import structure_table
 from formula_assets.semantics.annotations import build_annotations
 from formula_assets.semantics.models import TextEmbedder, resolve_model
@@ -72,7 +72,8 @@ def write_search_lake(root: Path, records: Iterable[FormulaRecord], embedder: Te
     pq.write_table(
         structure_table(graphs, formulae, options), str(root / "structure_index.parquet")
     )
-    pq.write_table(name_table(formulae, embedder.encode), str(root / "name_index.parquet"))
+    names = name_table(formulae, embedder.encode, spoken_forms(graphs, formulae, options))
+    pq.write_table(names, str(root / "name_index.parquet"))
 
 
 def default_embedder() -> TextEmbedder:
