@@ -178,6 +178,10 @@ class NameWeights:
     dense: float = 1.0
 
 
+# what `NameIndex` reads of a `name_table`
+NAME_COLUMNS = ("qid", "names", "description", "spoken", "embedding")
+
+
 @dataclass(frozen=True)
 class NameScores:
     scores: np.ndarray

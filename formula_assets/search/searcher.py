@@ -41,8 +41,9 @@ from formula_assets.search.fusion import (
 )
 from formula_assets.search.layout import HELD_OUT
 from formula_assets.search.meaning import MeaningSearcher, SearchError, latex_to_mathml
-from formula_assets.search.names import NameIndex
+from formula_assets.search.names import NAME_COLUMNS, NameIndex
 from formula_assets.search.structure import (
+    STRUCTURE_SCHEMA,
     StructureIndex,
     StructureScores,
     query_keys,
@@ -150,18 +151,26 @@ class SearchResult:
         }
 
 
-def _table(root: UPath, name: str) -> pa.Table:
+def _table(root: UPath, name: str, columns: Iterable[str] = ()) -> pa.Table:
+    """A table of the lake, with the `columns` search reads of it."""
     path = root / f"{name}.parquet"
     if not path.exists():
         raise SearchError(
             f"{name} is not materialized in {root}; run `make run` (formula-assets refresh) first"
         )
     try:
-        return lake.read_parquet(path)
+        table = lake.read_parquet(path)
     except pa.ArrowInvalid as exc:
         raise SearchError(
             f"{path} is not a readable Parquet table ({exc}); run `make run` to rebuild it"
         ) from None
+    missing = [c for c in columns if c not in table.column_names]
+    if missing:
+        raise SearchError(
+            f"{path} has no {', '.join(missing)}: an earlier version built it; run "
+            "`formula-assets refresh` to rebuild it"
+        )
+    return table
 
 
 def _qids(table: pa.Table) -> list[str]:
@@ -196,8 +205,8 @@ class Searcher:
         self.channels = tuple(c for c in CHANNELS if c in set(channels))
         # each until its index is built from it (then dropped: a service keeps the index only)
         self._tables = {
-            STRUCTURE: _table(root, "structure_index"),
-            NAMES: _table(root, "name_index"),
+            STRUCTURE: _table(root, "structure_index", STRUCTURE_SCHEMA.names),
+            NAMES: _table(root, "name_index", NAME_COLUMNS),
         }
         self._qids = {name: _qids(table) for name, table in self._tables.items()}
         self.catalogue = Catalogue.from_tables(

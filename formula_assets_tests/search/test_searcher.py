@@ -12,6 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pyarrow.parquet as pq
 import pytest
 from upath import UPath
 
@@ -145,6 +146,15 @@ def test_a_lake_without_the_name_index_says_what_to_run(lake, tmp_path: Path) ->
         if path.name != "name_index.parquet":
             (tmp_path / path.name).write_bytes(path.read_bytes())
     with pytest.raises(SearchError, match=r"name_index is not materialized.*make run"):
+        Searcher(UPath(tmp_path), FROZEN)
+
+
+def test_an_index_an_earlier_version_built_says_what_to_run(lake, tmp_path: Path) -> None:
+    for path in Path(str(lake)).iterdir():
+        (tmp_path / path.name).write_bytes(path.read_bytes())
+    names = pq.read_table(tmp_path / "name_index.parquet")
+    pq.write_table(names.drop_columns(["spoken"]), tmp_path / "name_index.parquet")
+    with pytest.raises(SearchError, match=r"name_index.parquet has no spoken.*refresh"):
         Searcher(UPath(tmp_path), FROZEN)
 
 
