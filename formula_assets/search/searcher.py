@@ -259,7 +259,7 @@ class Searcher:
         rows, known = self._known[name]
         if known is None:  # every item of the channel's index is in the catalogue
             return ChannelScores(rows, scores, exact)
-        return ChannelScores(rows[known], scores[known], None if exact is None else exact[known])
+        return ChannelScores(rows, scores[known], None if exact is None else exact[known])
 
     def _read(self, found: Ranked) -> ChannelScores:
         """The meaning channel's scores of the items its search read."""
@@ -269,11 +269,8 @@ class Searcher:
 
     def _text_channels(self, text: str) -> dict[str, ChannelScores]:
         out: dict[str, ChannelScores] = {}
-        vector = None
-        if MEANING in self.channels or NAMES in self.channels:
-            vector = self.meaning.sentence(text)
-        if NAMES in self.channels:
-            found = self.names.score(text, vector)
+        if NAMES in self.channels:  # the sentence vector is made once, for both channels
+            found = self.names.score(text, self.meaning.sentence(text))
             out[NAMES] = self._channel(NAMES, found.scores, found.exact)
         if MEANING in self.channels:
             out[MEANING] = self._read(self.meaning.text_candidates(text))
