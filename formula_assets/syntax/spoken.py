@@ -82,7 +82,7 @@ def _words(tree: Expr, labels: Mapping[str, str]) -> list[str]:
         label = labels.get(tree.name)
         return [label, plain] if label else [plain]
     if head == NUM:
-        return [_number(tree.name)]
+        return [_FRACTIONS.get(tree.name, tree.name)]
     if head == SYM:
         return [_WORDS.get(tree.name, tree.name)]
     said = [_words(a, labels) for a in args]  # each part once: a tree is read in linear time
@@ -90,9 +90,11 @@ def _words(tree: Expr, labels: Mapping[str, str]) -> list[str]:
         before, after = _AROUND[head]
         return [*before, *said[0], *after]
     if head == SUM:  # `a − b` is `a minus b`, not `a plus minus b`
-        out = said[0] if said else []
+        out = list(said[0]) if said else []
         for arg, words in zip(args[1:], said[1:], strict=True):
-            out = [*out, *([] if arg.head == NEG else ["plus"]), *words]
+            if arg.head != NEG:
+                out.append("plus")
+            out.extend(words)
         return out
     if head == PROD:
         return _product(args, said)
@@ -120,7 +122,7 @@ def _words(tree: Expr, labels: Mapping[str, str]) -> list[str]:
 _AROUND = {
     NEG: (["minus"], []), INV: (["one over"], []), "factorial": ([], ["factorial"]),
     POST_POWER: (["to the power"], []), POST_SUB: (["sub"], []),
-    **{head: ([words], []) for head, words in _OPERATORS.items() if words},
+    **{head: ([words], []) for head, words in _OPERATORS.items()},
 }  # fmt: skip
 
 
@@ -152,9 +154,8 @@ def _power(exponent: Expr, said: list[list[str]]) -> list[str]:
     return [*said[0], "to the power", *said[1]]
 
 
-def _number(text: str) -> str:
-    """A fraction of two numbers said as one (`1/2` → `one half`); other numbers as written."""
-    return {"1/2": "one half", "1/3": "one third", "1/4": "one quarter"}.get(text, text)
+# a fraction of two numbers said as one; other numbers as written
+_FRACTIONS = {"1/2": "one half", "1/3": "one third", "1/4": "one quarter"}
 
 
 def spoken_of_opt(root: OptNode, labels: Mapping[str, str]) -> str | None:
